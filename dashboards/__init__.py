@@ -1,0 +1,1 @@
+"""xe2tune.dashboards."""

@@ -1,0 +1,110 @@
+"""The KernelFamily protocol: what every SDPA kernel family declares to the tuner and harness."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from xe2tune.kernels._config import LauncherConfig
+from xe2tune.kernels._device_caps import DeviceCaps
+from xe2tune.kernels._problem import ProblemSpec
+
+
+@dataclass(frozen=True)
+class KernelLaunch:
+    """One kernel submission of a family's launch plan.
+
+    ``kernel`` names an entry of the built program; ``args`` are buffer names ("q", "k", "v",
+    "o", or a scratch name declared in ``LaunchPlan.scratch``) or scalars (int or float, with
+    their C type in ``arg_types``); ``global_size``/``local_size`` form the nd-range.
+    """
+
+    kernel: str
+    args: tuple[Any, ...]
+    arg_types: tuple[str, ...]
+    global_size: tuple[int, ...]
+    local_size: tuple[int, ...]
+
+
+@dataclass(frozen=True)
+class LaunchPlan:
+    """Everything needed to run one config on one problem: the source, defines and launches."""
+
+    source_file: str
+    kernel_names: tuple[str, ...]
+    defines: Mapping[str, int | str]
+    launches: tuple[KernelLaunch, ...]
+    scratch: Mapping[str, int]  # name -> bytes of device scratch memory (e.g. split-KV partials)
+
+
+class KernelFamily(Protocol):
+    """A family of SDPA kernels sharing one source and one parameter space.
+
+    Called from the tuner (space, default, validate) and the harness (plan). All methods are pure
+    functions of their arguments and safe to call from any thread; returned objects are new and
+    owned by the caller.
+    """
+
+    name: str
+    mode: str
+
+    def parameter_space(self, problem: ProblemSpec) -> Mapping[str, Sequence[Any]]:
+        """The Cartesian space: parameter name -> candidate values, for this problem.
+
+        Raises:
+            InvalidProblem: if the family cannot serve this problem at all.
+        """
+        ...
+
+    def config_from_params(self, problem: ProblemSpec, params: Mapping[str, Any]) -> LauncherConfig:
+        """Turn one point of :meth:`parameter_space` into a LauncherConfig.
+
+        Raises:
+            InvalidConfig: if a parameter is missing or of the wrong kind.
+        """
+        ...
+
+    def params_from_config(self, config: LauncherConfig) -> dict[str, Any]:
+        """Inverse of :meth:`config_from_params`.
+
+        Raises:
+            InvalidConfig: if the config has knobs this family does not know.
+        """
+        ...
+
+    def default_config(self, problem: ProblemSpec, caps: DeviceCaps) -> LauncherConfig:
+        """A valid config for this problem on this device, chosen by measurement.
+
+        Raises:
+            InvalidProblem: if no config of the family fits the problem on this device.
+        """
+        ...
+
+    def invalid_reason(
+        self, config: LauncherConfig, problem: ProblemSpec, caps: DeviceCaps
+    ) -> str | None:
+        """None if the config can run, else why not (mirrors the kernel's static_asserts).
+
+        Raises:
+            Nothing: every failure is a reason string.
+        """
+        ...
+
+    def valid_configs(self, problem: ProblemSpec, caps: DeviceCaps) -> Iterator[LauncherConfig]:
+        """Every config of the space that :meth:`invalid_reason` accepts.
+
+        Raises:
+            InvalidProblem: if the family cannot serve this problem at all.
+        """
+        ...
+
+    def plan(
+        self, config: LauncherConfig, problem: ProblemSpec, caps: DeviceCaps
+    ) -> LaunchPlan:
+        """The source, compile-time defines and launches for a valid config.
+
+        Raises:
+            InvalidConfig: if the config is invalid (with the reason).
+        """
+        ...

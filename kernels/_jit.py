@@ -1,0 +1,128 @@
+"""Compile SYCL C++ kernel sources at run time; the one place build options are generated.
+
+Everything behind :func:`build_program` is the native ``_sycl_jit`` extension; when dpctl gains
+its own SYCL-source compiler (unreleased main has one) only this module changes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import dpctl
+
+from xe2tune.errors import KernelCompileError
+from xe2tune.kernels._native_build import load_extension
+
+KERNEL_DIR = Path(__file__).parent
+DEFINE_PREFIX = "XE2T_"
+_IDENT = re.compile(r"^[A-Z][A-Z0-9_]*$")
+
+
+def define_flags(defines: Mapping[str, int | str | bool]) -> list[str]:
+    """``-DXE2T_<NAME>=<value>`` flags, sorted; the only place config values become macros.
+
+    Every macro carries the ``XE2T_`` prefix because a bare name that also appears in the SYCL
+    headers (``X``, ``N``...) silently breaks their compilation.
+
+    Raises:
+        ValueError: if a name is not an upper-case identifier or a value is not a plain token.
+    """
+    flags = []
+    for name in sorted(defines):
+        if not _IDENT.match(name):
+            raise ValueError(f"define name {name!r} must be an upper-case identifier")
+        value = defines[name]
+        text = str(int(value)) if isinstance(value, bool) else str(value)
+        if not re.match(r"^[A-Za-z0-9_.+-]+$", text):
+            raise ValueError(f"define {name}={text!r} is not a plain token")
+        flags.append(f"-D{DEFINE_PREFIX}{name}={text}")
+    return flags
+
+
+def kernel_source(file_name: str) -> str:
+    """The text of a kernel source under ``kernels/``."""
+    return (KERNEL_DIR / file_name).read_text()
+
+
+def _headers() -> list[tuple[str, str]]:
+    return [(p.name, p.read_text()) for p in sorted(KERNEL_DIR.glob("*.hpp"))]
+
+
+def source_hash(file_name: str) -> str:
+    """sha256 over a kernel source and every header it may include (16 hex digits)."""
+    h = hashlib.sha256(kernel_source(file_name).encode())
+    for name, text in _headers():
+        h.update(name.encode())
+        h.update(text.encode())
+    return h.hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class BuiltProgram:
+    """Kernels of one build, by name, and what the build cost."""
+
+    kernels: Mapping[str, Any]  # name -> dpctl.program.SyclKernel
+    build_seconds: float
+    cached: bool  # True when served from this process's map (no runtime call at all)
+    log: str
+
+
+_cache: dict[tuple[str, str, tuple[str, ...], tuple[str, ...]], BuiltProgram] = {}
+_cache_lock = threading.Lock()
+
+
+def _device_key(queue: dpctl.SyclQueue) -> str:
+    d = queue.sycl_device
+    return f"{d.backend}:{d.device_type}:{d.name}:{d.driver_version}"
+
+
+def build_program(
+    queue: dpctl.SyclQueue,
+    file_name: str,
+    kernel_names: Sequence[str],
+    defines: Mapping[str, int | str | bool],
+) -> BuiltProgram:
+    """Compile ``kernels/<file_name>`` with ``defines`` for the queue's device.
+
+    Thread-safe; the compile itself releases the GIL. Results are cached in-process by
+    (device, source hash, options, kernel names); across processes the SYCL runtime's persistent
+    cache (``SYCL_CACHE_DIR``) makes a repeat build cheap.
+
+    Raises:
+        KernelCompileError: with the compiler log and the path of the source that failed.
+    """
+    options = tuple(define_flags(defines)) + ("-O3",)
+    key = (_device_key(queue), source_hash(file_name), options, tuple(kernel_names))
+    with _cache_lock:
+        hit = _cache.get(key)
+    if hit is not None:
+        return BuiltProgram(hit.kernels, 0.0, True, hit.log)
+    ext = load_extension()
+    started = time.perf_counter()
+    try:
+        kernels, log = ext.build_sycl_source(
+            queue, kernel_source(file_name), _headers(), list(kernel_names), list(options)
+        )
+    except ext.BuildError as exc:
+        message, log = exc.args
+        raise KernelCompileError(
+            f"building {file_name} with {' '.join(options)} failed: {message.splitlines()[0]}",
+            log=log,
+            source_path=str(KERNEL_DIR / file_name),
+        ) from None
+    built = BuiltProgram(kernels, time.perf_counter() - started, False, log)
+    with _cache_lock:
+        _cache[key] = built
+    return built
+
+
+def can_build_sycl(queue: dpctl.SyclQueue) -> bool:
+    """Whether the queue's device can compile SYCL source at run time."""
+    return bool(load_extension().can_build_sycl(queue))

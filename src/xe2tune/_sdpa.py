@@ -1,0 +1,1 @@
+def sdpa(*a, **k): raise NotImplementedError
