@@ -1,1 +1,11 @@
-"""xe2tune.api."""
+"""The HTTP service: REST lookup of the best launcher configs, result listings, the dashboard.
+
+Build the app with :func:`create_app`; ``xe2tune serve`` runs it on uvicorn.
+"""
+
+from __future__ import annotations
+
+from xe2tune.api.main import create_app
+from xe2tune.api.settings import Settings, get_settings
+
+__all__ = ["Settings", "create_app", "get_settings"]

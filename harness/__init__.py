@@ -1,1 +1,48 @@
-"""xe2tune.harness."""
+"""Run and measure kernels: device selection, the timing protocol, correctness and roofline."""
+
+from __future__ import annotations
+
+from xe2tune.harness._bench import BenchSettings, BufferRotation, bench
+from xe2tune.harness._ceilings import Ceilings, measure_ceilings
+from xe2tune.harness._device import (
+    DeviceListing,
+    device_caps,
+    list_devices,
+    open_queue,
+    resolve_device,
+)
+from xe2tune.harness._measurement import (
+    CorrectnessReport,
+    RooflineFigures,
+    TimingStats,
+    TrialResult,
+    TrialStatus,
+)
+from xe2tune.harness._peaks import CeilingFile, DevicePeaks, catalog_peaks, resolve_peaks
+from xe2tune.harness._roofline import RooflineModel, SdpaWork, sdpa_work, visible_pairs
+
+__all__ = [
+    "BenchSettings",
+    "BufferRotation",
+    "CeilingFile",
+    "Ceilings",
+    "CorrectnessReport",
+    "DeviceListing",
+    "DevicePeaks",
+    "RooflineFigures",
+    "RooflineModel",
+    "SdpaWork",
+    "TimingStats",
+    "TrialResult",
+    "TrialStatus",
+    "bench",
+    "catalog_peaks",
+    "device_caps",
+    "list_devices",
+    "measure_ceilings",
+    "open_queue",
+    "resolve_device",
+    "resolve_peaks",
+    "sdpa_work",
+    "visible_pairs",
+]

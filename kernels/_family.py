@@ -16,8 +16,9 @@ class KernelLaunch:
     """One kernel submission of a family's launch plan.
 
     ``kernel`` names an entry of the built program; ``args`` are buffer names ("q", "k", "v",
-    "o", or a scratch name declared in ``LaunchPlan.scratch``) or scalars (int or float, with
-    their C type in ``arg_types``); ``global_size``/``local_size`` form the nd-range.
+    "o", or a scratch name declared in ``LaunchPlan.scratch``) or scalars; ``arg_types`` gives
+    each arg's kind: "buffer", "int" (int32) or "float" (float32); ``global_size``/``local_size``
+    form the nd-range.
     """
 
     kernel: str
@@ -48,6 +49,7 @@ class KernelFamily(Protocol):
 
     name: str
     mode: str
+    source_file: str  # under kernels/; its hash (with headers) identifies the kernel source
 
     def parameter_space(self, problem: ProblemSpec) -> Mapping[str, Sequence[Any]]:
         """The Cartesian space: parameter name -> candidate values, for this problem.
@@ -100,9 +102,13 @@ class KernelFamily(Protocol):
         ...
 
     def plan(
-        self, config: LauncherConfig, problem: ProblemSpec, caps: DeviceCaps
+        self, config: LauncherConfig, problem: ProblemSpec, caps: DeviceCaps, *,
+        scale: float | None = None,
     ) -> LaunchPlan:
         """The source, compile-time defines and launches for a valid config.
+
+        ``scale`` is the softmax scale (default 1/sqrt(D)); it is a run-time argument, so it
+        never changes the build.
 
         Raises:
             InvalidConfig: if the config is invalid (with the reason).

@@ -38,7 +38,9 @@ class ProblemSpec:
 
     def __post_init__(self) -> None:
         if self.mode not in MODES:
-            raise InvalidProblem(f"mode {self.mode!r} is not supported; accepted: {', '.join(MODES)}")
+            raise InvalidProblem(
+                f"mode {self.mode!r} is not supported; accepted: {', '.join(MODES)}"
+            )
         if self.dtype not in DTYPES:
             raise InvalidProblem(
                 f"dtype {self.dtype!r} is not supported; accepted: {', '.join(DTYPES)}"

@@ -1,1 +1,105 @@
-def sdpa(*a, **k): raise NotImplementedError
+"""``xe2tune.sdpa``: scaled dot-product attention on numpy arrays through the SYCL kernels."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import dpctl
+import numpy as np
+
+from xe2tune.errors import InvalidConfig, InvalidProblem
+from xe2tune.harness import device_caps, open_queue
+from xe2tune.harness._executor import PlanExecutor
+from xe2tune.kernels import (
+    LauncherConfig,
+    ProblemSpec,
+    build_program,
+    dtype_name,
+    family_for_mode,
+)
+
+
+def _as_4d(name: str, array: np.ndarray) -> np.ndarray:
+    if array.ndim == 3:
+        return array[np.newaxis]
+    if array.ndim == 4:
+        return array
+    raise InvalidProblem(
+        f"{name} must be [batch, seq, heads, head_dim] or [seq, heads, head_dim], "
+        f"got {array.ndim} dimensions"
+    )
+
+
+def sdpa(
+    q: np.ndarray,
+    k: np.ndarray,
+    v: np.ndarray,
+    *,
+    causal: bool = False,
+    scale: float | None = None,
+    config: LauncherConfig | Mapping[str, Any] | None = None,
+    device: str | dpctl.SyclQueue | None = None,
+) -> np.ndarray:
+    """softmax(scale * Q K^T) V computed by the SDPA kernels, returned in the input dtype.
+
+    Layout: q [batch, q_len, heads_q, D], k and v [batch, kv_len, heads_kv, D] (or the same
+    without the batch axis); heads_q must be a multiple of heads_kv (MHA, GQA, MQA). dtype
+    float16, ml_dtypes.bfloat16 or float32, the same for all three. q_len <= 16 runs the decode
+    family, longer the prefill family. ``causal`` aligns the mask bottom-right (query i sees keys
+    0 .. i + kv_len - q_len); a query that sees no key gets 0. ``scale`` defaults to 1/sqrt(D).
+    ``config`` is a LauncherConfig or its JSON dict (default: the family's default config);
+    ``device`` a SYCL filter string or queue (default: the first GPU, else opencl:cpu).
+
+    Raises:
+        InvalidProblem: for shapes, dtypes or head dims the kernels do not support.
+        InvalidConfig: if ``config`` cannot run on this problem and device (with the reason).
+        DeviceError: if ``device`` matches no SYCL device.
+        KernelCompileError: if the runtime compiler rejects the kernel.
+
+    Example:
+        >>> import numpy as np, xe2tune
+        >>> q = np.random.rand(128, 8, 64).astype(np.float16)
+        >>> xe2tune.sdpa(q, q, q, causal=True).shape
+        (128, 8, 64)
+    """
+    arrays = {"q": np.asarray(q), "k": np.asarray(k), "v": np.asarray(v)}
+    squeeze = arrays["q"].ndim == 3
+    q4, k4, v4 = (_as_4d(name, a) for name, a in arrays.items())
+    if len({q4.ndim, k4.ndim, v4.ndim}) != 1 or any(a.ndim != arrays["q"].ndim
+                                                   for a in arrays.values()):
+        raise InvalidProblem("q, k and v must all have a batch axis or all lack one")
+    if not q4.dtype == k4.dtype == v4.dtype:
+        raise InvalidProblem(f"q, k, v dtypes differ: {q4.dtype}, {k4.dtype}, {v4.dtype}")
+    if k4.shape != v4.shape:
+        raise InvalidProblem(f"k {k4.shape} and v {v4.shape} must have the same shape")
+    if q4.shape[0] != k4.shape[0] or q4.shape[3] != k4.shape[3]:
+        raise InvalidProblem(
+            f"q {q4.shape} and k {k4.shape} must agree on batch and head dim"
+        )
+    batch, q_len, heads_q, head_dim = q4.shape
+    problem = ProblemSpec(
+        mode=ProblemSpec.choose_mode(q_len), head_dim=head_dim, dtype=dtype_name(q4.dtype),
+        q_len=q_len, kv_len=k4.shape[1], heads_q=heads_q, heads_kv=k4.shape[2], batch=batch,
+        causal=bool(causal),
+    )
+    queue = device if isinstance(device, dpctl.SyclQueue) else open_queue(device)
+    caps = device_caps(queue.sycl_device)
+    family = family_for_mode(problem.mode)
+    if config is None:
+        launcher = family.default_config(problem, caps)
+    elif isinstance(config, LauncherConfig):
+        launcher = config
+    elif isinstance(config, Mapping):
+        launcher = LauncherConfig.from_dict(dict(config))
+    else:
+        raise InvalidConfig(
+            f"config must be a LauncherConfig, a dict or None, got {type(config).__name__}"
+        )
+    plan = family.plan(launcher, problem, caps, scale=scale)
+    built = build_program(queue, plan.source_file, plan.kernel_names, plan.defines)
+    executor = PlanExecutor(queue, built, plan, problem)
+    buffers = executor.allocate(*(np.ascontiguousarray(a) for a in (q4, k4, v4)))
+    executor.launch_and_wait(buffers)
+    out = executor.read_output(buffers)
+    return out[0] if squeeze else out

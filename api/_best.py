@@ -1,0 +1,65 @@
+"""``GET /v1/best``: the launcher config a kernel launcher should use for its problem."""
+
+from __future__ import annotations
+
+import enum
+from typing import Annotated, Literal
+
+from fastapi import APIRouter, Query, Request, Response
+from fastapi.concurrency import run_in_threadpool
+from pydantic import BaseModel, ConfigDict, Field
+from xe2tune.api.deps import IndexDep
+from xe2tune.api.schemas import BestPublic, ErrorPublic, ValidationErrorPublic
+from xe2tune.db import BestQuery
+from xe2tune.kernels import HEAD_DIMS
+
+MAX_EXTENT = 2**31 - 1
+
+# An IntEnum rather than Literal: query strings arrive as text, and pydantic's lax mode turns
+# "128" into an int enum member but not into an int Literal.
+HeadDim = enum.IntEnum("HeadDim", {f"d{d}": d for d in HEAD_DIMS})  # type: ignore[misc]
+
+router = APIRouter(prefix="/v1", tags=["best"])
+
+
+class BestParams(BaseModel):
+    """The query of ``/v1/best``; seq is the key length, and the query length for prefill."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    head_dim: HeadDim  # type: ignore[valid-type]
+    dtype: Literal["fp16", "bf16", "fp32"]
+    seq: int = Field(ge=1, le=MAX_EXTENT, description="key length (kv_len)")
+    mode: Literal["prefill", "decode"] = "prefill"
+    causal: bool = False
+    q_len: int | None = Field(default=None, ge=1, le=MAX_EXTENT,
+                              description="query length when it differs from seq")
+    heads_q: int | None = Field(default=None, ge=1, le=MAX_EXTENT)
+    heads_kv: int | None = Field(default=None, ge=1, le=MAX_EXTENT)
+    batch: int | None = Field(default=None, ge=1, le=MAX_EXTENT)
+    device: str | None = Field(default=None, max_length=200,
+                               description="device name (any case) or id")
+
+    def to_query(self) -> BestQuery:
+        """The store's query for these parameters."""
+        return BestQuery(**{**self.model_dump(), "head_dim": int(self.head_dim)})
+
+
+@router.get(
+    "/best",
+    response_model=BestPublic,
+    responses={404: {"model": ErrorPublic, "description": "nothing tuned for this key; a hint"},
+               422: {"model": ValidationErrorPublic}},
+)
+async def get_best(
+    params: Annotated[BestParams, Query()], index: IndexDep, request: Request
+) -> Response:
+    """The best config for the key: exact when that problem was tuned, else the nearest one.
+
+    Nearest means the tuned problem on the same device with the same mode, head_dim, dtype and
+    causal flag whose seq is closest on a log scale (the rule of ``xe2tune best``).
+    """
+    query = params.to_query()
+    answer = index.cached(query) or await run_in_threadpool(index.answer, query)
+    index.alias(request.scope["query_string"], query)
+    return Response(answer.body, status_code=answer.status, media_type="application/json")

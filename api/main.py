@@ -1,0 +1,40 @@
+"""The FastAPI application: created here, with one router per resource."""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+from xe2tune.api import _best, _configs, _dashboard, _devices, _health, _results, _studies
+from xe2tune.api._errors import install_error_handlers
+from xe2tune.api._fastpath import BestFastPath
+from xe2tune.api._lifespan import lifespan
+from xe2tune.api.settings import Settings, get_settings
+
+from xe2tune import __version__
+
+
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """The xe2tune service: REST API under /v1, dashboard at /, OpenAPI at /docs.
+
+    Given ``settings`` replace :func:`get_settings` for every dependency of this app (tests
+    pass their own); otherwise the environment decides.
+
+    Example:
+        >>> app = create_app(Settings(db_url="sqlite:////tmp/xe2tune-example.db"))
+        >>> sorted(r.path for r in app.routes if r.path.startswith("/v1/best"))
+        ['/v1/best']
+    """
+    chosen = settings or get_settings()
+    app = FastAPI(
+        title="xe2tune",
+        version=__version__,
+        summary="Best launcher configs of flash-attention SYCL kernels, and their results.",
+        lifespan=lifespan,
+    )
+    app.state.settings = chosen
+    if settings is not None:
+        app.dependency_overrides[get_settings] = lambda: chosen
+    install_error_handlers(app)
+    app.add_middleware(BestFastPath)
+    for module in (_best, _configs, _results, _devices, _studies, _health, _dashboard):
+        app.include_router(module.router)
+    return app

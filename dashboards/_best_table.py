@@ -1,0 +1,69 @@
+"""The table of best configs per tuned problem (drawn as a sortable HTML table, not a figure)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from xe2tune.dashboards._labels import config_label
+
+if TYPE_CHECKING:
+    from xe2tune.db import BestResult
+
+
+@dataclass(frozen=True)
+class BestRow:
+    """One tuned problem's best config, with the numbers an engineer compares."""
+
+    device: str
+    family: str
+    mode: str
+    head_dim: int
+    dtype: str
+    q_len: int
+    kv_len: int
+    heads_q: int
+    heads_kv: int
+    batch: int
+    causal: bool
+    config: str
+    time_ms: float
+    tflops: float | None
+    roofline_pct: float | None
+    speedup: float | None  # over the default config of the same study; None if not measured
+    trial_id: int
+
+
+@dataclass(frozen=True)
+class BestTableInfo:
+    """The rows plus the values each filter offers."""
+
+    rows: tuple[BestRow, ...]
+    devices: tuple[str, ...]
+    dtypes: tuple[str, ...]
+    head_dims: tuple[int, ...]
+    modes: tuple[str, ...]
+
+
+def _get_best_table_info(best: Sequence[BestResult]) -> BestTableInfo:
+    """Rows in ``best_per_problem`` order, and the distinct filter values."""
+    rows = tuple(
+        BestRow(
+            device=b.device, family=b.family, mode=b.problem.mode, head_dim=b.problem.head_dim,
+            dtype=b.problem.dtype, q_len=b.problem.q_len, kv_len=b.problem.kv_len,
+            heads_q=b.problem.heads_q, heads_kv=b.problem.heads_kv, batch=b.problem.batch,
+            causal=b.problem.causal, config=config_label(b.config), time_ms=b.median_s * 1e3,
+            tflops=b.tflops,
+            roofline_pct=None if b.roofline_fraction is None else b.roofline_fraction * 100,
+            speedup=b.speedup, trial_id=b.trial_id,
+        )
+        for b in best
+    )
+    return BestTableInfo(
+        rows=rows,
+        devices=tuple(sorted({r.device for r in rows})),
+        dtypes=tuple(sorted({r.dtype for r in rows})),
+        head_dims=tuple(sorted({r.head_dim for r in rows})),
+        modes=tuple(sorted({r.mode for r in rows})),
+    )

@@ -1,0 +1,81 @@
+"""Per study: the best median found so far against the trial number."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+from xe2tune.dashboards._labels import problem_label
+from xe2tune.dashboards._plotly_imports import graph_objects
+
+if TYPE_CHECKING:
+    from xe2tune.db import StudyRecord
+
+
+@dataclass(frozen=True)
+class ConvergenceInfo:
+    """Trial numbers with their medians (ms; None = failed) and the running best."""
+
+    study_id: int
+    title: str
+    numbers: tuple[int, ...]
+    values_ms: tuple[float | None, ...]
+    best_so_far_ms: tuple[float | None, ...]
+    default_ms: float | None
+    n_failed: int
+
+
+def _present(value: Any) -> bool:
+    return value is not None and not pd.isna(value)
+
+
+def _get_convergence_info(study: StudyRecord, rows: pd.DataFrame) -> ConvergenceInfo:
+    """From the study's rows of a ``results_frame``, taken in stored order (trial id).
+
+    A trial's x is its optuna number when it has one, else its position; only OK trials have a
+    value (their median), as only they can become best.
+    """
+    numbers: list[int] = []
+    values: list[float | None] = []
+    running: list[float | None] = []
+    best = math.inf
+    default = None
+    for position, trial in enumerate(rows.sort_values("trial_id").itertuples()):
+        ok = trial.status == "ok" and _present(trial.median_s) and trial.median_s > 0
+        value = float(trial.median_s) * 1e3 if ok else None
+        if value is not None:
+            best = min(best, value)
+            if trial.is_default:
+                default = value if default is None else min(default, value)
+        numbers.append(int(trial.number) if _present(trial.number) else position)
+        values.append(value)
+        running.append(best if math.isfinite(best) else None)
+    return ConvergenceInfo(
+        study_id=study.id,
+        title=f"study {study.id}: {problem_label(study.problem)} on {study.device_name} "
+              f"({study.family}, {study.sampler})",
+        numbers=tuple(numbers), values_ms=tuple(values), best_so_far_ms=tuple(running),
+        default_ms=default, n_failed=sum(v is None for v in values),
+    )
+
+
+def _build_convergence_figure(info: ConvergenceInfo) -> Any:
+    """Measured medians as points, the running best as a step line, the default as a rule."""
+    go = graph_objects()
+    ok = [(n, v) for n, v in zip(info.numbers, info.values_ms, strict=True) if v is not None]
+    fig = go.Figure()
+    fig.add_trace(go.Scatter(x=[n for n, _ in ok], y=[v for _, v in ok], mode="markers",
+                             name="trial median", marker={"size": 6}))
+    fig.add_trace(go.Scatter(x=info.numbers, y=info.best_so_far_ms, mode="lines",
+                             line={"shape": "hv"}, name="best so far"))
+    if info.default_ms is not None:
+        fig.add_hline(y=info.default_ms, line={"dash": "dot", "color": "#888"},
+                      annotation_text="default config")
+    failed = f"; {info.n_failed} failed" if info.n_failed else ""
+    fig.update_layout(title={"text": f"{info.title}<br><sup>{len(info.numbers)} trials"
+                                     f"{failed}</sup>"},
+                      xaxis={"title": "trial number"}, yaxis={"title": "median time (ms)"},
+                      height=340, margin={"t": 70})
+    return fig

@@ -1,0 +1,28 @@
+"""Short human labels of problems and configs, shared by every dashboard view."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from xe2tune.kernels import ProblemSpec
+
+
+def problem_label(problem: ProblemSpec) -> str:
+    """e.g. ``prefill d128 fp16 q1024 kv1024 h8/8 b1 causal``."""
+    label = (f"{problem.mode} d{problem.head_dim} {problem.dtype} q{problem.q_len} "
+             f"kv{problem.kv_len} h{problem.heads_q}/{problem.heads_kv} b{problem.batch}")
+    return label + (" causal" if problem.causal else "")
+
+
+def config_label(config: dict[str, Any]) -> str:
+    """A config in the seed's vocabulary on one line, e.g. ``QK 128x64x32 PV 128x64x64 ...``."""
+    def shape(name: str) -> str:
+        return "x".join(str(v) for v in config.get(name, ()))
+
+    knobs = config.get("knobs") or {}
+    text = (f"QK {shape('shape_qk')} PV {shape('shape_pv')} out {shape('shape_out')} "
+            f"sg {shape('subgroup_layout')} stages {config.get('stages')} "
+            f"vtiles {config.get('vtiles')} simd {config.get('subgroup_size')}")
+    if knobs:
+        text += " " + " ".join(f"{k}={v}" for k, v in sorted(knobs.items()))
+    return text

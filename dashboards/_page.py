@@ -1,0 +1,97 @@
+"""The dashboard page: figures and table rows as one JSON payload, drawn by a small script.
+
+The same page serves ``/`` (plotly.js from the server, polling for new data while a search
+runs) and ``xe2tune report`` (plotly.js and the payload inlined, no polling: one offline file).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Mapping
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+from xe2tune.dashboards._convergence import _build_convergence_figure
+from xe2tune.dashboards._importance import _build_importance_figure
+from xe2tune.dashboards._page_assets import PAGE_CSS, PAGE_SCRIPT
+from xe2tune.dashboards._plotly_imports import plotly_js
+from xe2tune.dashboards._roofline import _build_roofline_figure
+
+if TYPE_CHECKING:
+    from xe2tune.dashboards._collect import DashboardInfo
+    from xe2tune.dashboards._importance import ImportanceInfo
+
+
+def figure_json(figure: Any) -> dict[str, Any]:
+    """A plotly figure as plain JSON data (``{"data": [...], "layout": {...}}``)."""
+    return json.loads(figure.to_json(validate=False))
+
+
+def importance_json(info: ImportanceInfo) -> dict[str, Any]:
+    """One study's importance view: a figure, or the note saying why there is none."""
+    figure = figure_json(_build_importance_figure(info)) if info.note is None else None
+    return {"study_id": info.study_id, "figure": figure, "note": info.note}
+
+
+def dashboard_payload(info: DashboardInfo,
+                      importances: Mapping[int, ImportanceInfo] | None = None) -> dict[str, Any]:
+    """Everything the page script draws; studies without an importance entry load it lazily."""
+    importances = importances or {}
+    return {
+        "version": info.version,
+        "n_points": info.n_points,
+        "rooflines": [{"device": r.device, "n_points": r.n_points,
+                       "figure": figure_json(_build_roofline_figure(r))} for r in info.rooflines],
+        "table": {
+            "rows": [dataclasses.asdict(row) for row in info.table.rows],
+            "filters": {"device": info.table.devices, "dtype": info.table.dtypes,
+                        "head_dim": info.table.head_dims, "mode": info.table.modes},
+        },
+        "studies": [
+            {"id": c.study_id, "title": c.title,
+             "convergence": figure_json(_build_convergence_figure(c)),
+             "importance": (importance_json(importances[c.study_id])
+                            if c.study_id in importances else None)}
+            for c in info.convergence
+        ],
+    }
+
+
+def _script_safe(text: str) -> str:
+    # Inside <script>, "</" could close the element early; "<\/" means the same to JSON and JS.
+    return text.replace("</", "<\\/")
+
+
+def render_page(payload_json: str, *, plotly_src: str | None, poll_s: float | None) -> str:
+    """The HTML page around a :func:`dashboard_payload` serialised as JSON.
+
+    ``plotly_src=None`` inlines plotly.js; ``poll_s=None`` never polls (a static report).
+    """
+    if plotly_src is None:
+        plotly_tag = f"<script>{_script_safe(plotly_js())}</script>"
+    else:
+        plotly_tag = f'<script src="{plotly_src}"></script>'
+    settings = {"pollMs": None if poll_s is None else int(poll_s * 1000),
+                "live": poll_s is not None,
+                "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
+    return (
+        "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+        "<title>xe2tune dashboard</title>"
+        "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">"
+        "<link rel=\"icon\" href=\"data:,\">"
+        f"<style>{PAGE_CSS}</style>{plotly_tag}</head><body>"
+        "<header><h1>xe2tune</h1><span id=\"status\"></span></header>"
+        "<section><h2>Roofline</h2><p id=\"empty\" class=\"note\" hidden>No measurements yet: "
+        "run <code>xe2tune search</code>.</p><div id=\"rooflines\"></div></section>"
+        "<section><h2>Best configs</h2><div id=\"filters\"></div>"
+        "<div class=\"scroll\"><table id=\"best\"><thead></thead><tbody></tbody></table></div>"
+        "</section>"
+        "<section><h2>Studies</h2><select id=\"study\"></select>"
+        "<div class=\"pair\"><div id=\"convergence\"></div><div id=\"importance\"></div></div>"
+        "</section>"
+        f"<script type=\"application/json\" id=\"xe2t-data\">"
+        f"{_script_safe(payload_json)}</script>"
+        f"<script type=\"application/json\" id=\"xe2t-settings\">{json.dumps(settings)}</script>"
+        f"<script>{PAGE_SCRIPT}</script></body></html>\n"
+    )

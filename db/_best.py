@@ -1,0 +1,202 @@
+"""The best config per tuned problem, and the exact-or-nearest lookup of ``xe2tune best``.
+
+The nearest rule is integer-exact so the C++ dispatch of ``export_cpp`` reproduces it bit for
+bit: seq distances are ratios max/min compared as fractions, never floating-point logarithms.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from typing import TYPE_CHECKING
+
+from sqlalchemy import func, select
+from xe2tune.db._convert import aware
+from xe2tune.db._models import Device, KernelSource, Measurement, Problem, Study, Trial
+from xe2tune.db._records import BestResult
+from xe2tune.harness import TrialStatus
+from xe2tune.kernels import ProblemSpec
+
+from xe2tune.errors import StoreError
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+    from xe2tune.db._records import BestQuery, Match
+
+_OK = Trial.status == TrialStatus.OK.value
+_PROBLEM_COLUMNS = (Problem.id, Problem.mode, Problem.head_dim, Problem.dtype, Problem.q_len,
+                    Problem.kv_len, Problem.heads_q, Problem.heads_kv, Problem.batch,
+                    Problem.causal)  # id, then ProblemSpec's fields in order
+
+
+@dataclass(frozen=True)
+class StudyBest:
+    """A study's fastest OK median, with what it takes to choose between studies."""
+
+    study_id: int
+    device_id: int
+    device_name: str
+    kernel_source_id: int
+    family: str
+    problem_id: int
+    problem: ProblemSpec
+    best_median_s: float
+
+
+def study_bests(session: Session, ids: list[int] | None, query: BestQuery | None = None
+                ) -> list[StudyBest]:
+    """Every study with at least one OK trial, narrowed to the query's mode/D/dtype/causal.
+
+    The studies are chosen first and only their trials are aggregated, so a lookup reads the
+    trials of its candidate problems only.
+    """
+    studies = select(Study.id).join(Problem, Problem.id == Study.problem_id)
+    if ids is not None:
+        studies = studies.where(Study.device_id.in_(ids))
+    if query is not None:
+        studies = studies.where(Problem.mode == query.mode, Problem.head_dim == query.head_dim,
+                                Problem.dtype == query.dtype, Problem.causal == query.causal)
+    per_study = (
+        select(Trial.study_id, func.min(Measurement.median_s).label("best"))
+        .join(Measurement, Measurement.trial_id == Trial.id)
+        .where(_OK, Measurement.median_s.is_not(None), Trial.study_id.in_(studies))
+        .group_by(Trial.study_id).subquery()
+    )
+    stmt = (
+        select(Study.id, Study.device_id, Device.name, Study.kernel_source_id,
+               KernelSource.family, *_PROBLEM_COLUMNS, per_study.c.best)
+        .join(per_study, per_study.c.study_id == Study.id)
+        .join(Device, Device.id == Study.device_id)
+        .join(KernelSource, KernelSource.id == Study.kernel_source_id)
+        .join(Problem, Problem.id == Study.problem_id)
+    )
+    return [
+        StudyBest(study_id, device_id, name, source_id, family, problem_id,
+                  ProblemSpec(*spec), best)
+        for study_id, device_id, name, source_id, family, problem_id, *spec, best
+        in session.execute(stmt)
+    ]
+
+
+def best_study_per_problem(rows: list[StudyBest]) -> dict[tuple[int, int], StudyBest]:
+    """Per (device, problem): the fastest study among the newest kernel source of each family.
+
+    An older source's numbers are kept in the database but never served once the family has
+    been re-tuned with a newer source on that problem: the config may not even build any more.
+    """
+    newest: dict[tuple[int, int, str], int] = {}
+    for row in rows:
+        family = (row.device_id, row.problem_id, row.family)
+        newest[family] = max(newest.get(family, 0), row.kernel_source_id)
+    chosen: dict[tuple[int, int], StudyBest] = {}
+    for row in rows:
+        if row.kernel_source_id != newest[(row.device_id, row.problem_id, row.family)]:
+            continue
+        key = (row.device_id, row.problem_id)
+        current = chosen.get(key)
+        if current is None or (row.best_median_s, row.study_id) < (current.best_median_s,
+                                                                   current.study_id):
+            chosen[key] = row
+    return chosen
+
+
+def _ratio(a: int, b: int) -> Fraction:
+    return Fraction(max(a, b), min(a, b))
+
+
+def nearest_key(problem: ProblemSpec, query: BestQuery) -> tuple:
+    """Sort key of a candidate problem: smaller is nearer; all zeros/ones means exact."""
+    wanted_q = query.wanted_q_len
+    mismatches = sum(
+        wanted is not None and wanted != have
+        for wanted, have in ((query.heads_q, problem.heads_q),
+                             (query.heads_kv, problem.heads_kv), (query.batch, problem.batch))
+    )
+    return (_ratio(problem.kv_len, query.seq),
+            _ratio(problem.q_len, wanted_q) if wanted_q is not None else Fraction(1),
+            mismatches, problem.kv_len, problem.q_len, problem.heads_q, problem.heads_kv,
+            problem.batch)
+
+
+def is_exact(key: tuple) -> bool:
+    """True when a candidate's nearest_key says it is the problem asked for."""
+    return key[0] == 1 and key[1] == 1 and key[2] == 0
+
+
+def choose_device(rows: list[StudyBest], device_given: bool) -> int:
+    """The device to answer from: the newest row of the one device name among the candidates.
+
+    Raises:
+        StoreError: no device was asked for and candidates exist on several device names.
+    """
+    names = sorted({row.device_name for row in rows})
+    if len(names) > 1 and not device_given:
+        raise StoreError("several devices have results for this query: " + ", ".join(names)
+                         + "; choose one with device")
+    return max(row.device_id for row in rows)
+
+
+def best_results(session: Session, chosen: list[StudyBest], *, match: Match,
+                 query: BestQuery | None = None) -> list[BestResult]:
+    """Build the BestResult of each chosen study: its fastest OK trial and the default's time."""
+    if not chosen:
+        return []
+    study_ids = [row.study_id for row in chosen]
+    ranked = (
+        select(Trial.id.label("trial_id"),
+               func.row_number().over(partition_by=Trial.study_id,
+                                      order_by=(Measurement.median_s, Trial.id)).label("rank"))
+        .join(Measurement, Measurement.trial_id == Trial.id)
+        .where(_OK, Measurement.median_s.is_not(None), Trial.study_id.in_(study_ids))
+        .subquery()
+    )
+    winners = {
+        trial.study_id: (trial, measurement)
+        for trial, measurement in session.execute(
+            select(Trial, Measurement)
+            .join(ranked, ranked.c.trial_id == Trial.id)
+            .join(Measurement, Measurement.trial_id == Trial.id)
+            .where(ranked.c.rank == 1)
+        )
+    }
+    defaults: dict[int, float] = {
+        study_id: median for study_id, median in session.execute(
+            select(Trial.study_id, func.min(Measurement.median_s))
+            .join(Measurement, Measurement.trial_id == Trial.id)
+            .where(_OK, Trial.is_default, Trial.study_id.in_(study_ids))
+            .group_by(Trial.study_id)
+        )
+    }
+    sources: dict[int, str] = {
+        source_id: source_hash for source_id, source_hash in session.execute(
+            select(KernelSource.id, KernelSource.source_hash)
+            .where(KernelSource.id.in_({row.kernel_source_id for row in chosen}))
+        )
+    }
+    results = []
+    for row in chosen:
+        trial, measurement = winners[row.study_id]
+        default = defaults.get(row.study_id)
+        median = measurement.median_s
+        results.append(BestResult(
+            match=match, query=query, device_id=row.device_id, device=row.device_name,
+            family=row.family, source_hash=sources[row.kernel_source_id], problem=row.problem,
+            study_id=row.study_id, trial_id=trial.id, config=dict(trial.config),
+            config_hash=trial.config_hash, median_s=median,
+            tflops=None if measurement.achieved_flops is None
+            else measurement.achieved_flops / 1e12,
+            gbps=None if measurement.achieved_bandwidth is None
+            else measurement.achieved_bandwidth / 1e9,
+            roofline_fraction=measurement.roofline_fraction,
+            peak_source=measurement.peak_source, default_median_s=default,
+            speedup=default / median if default is not None and median else None,
+            measured_at=aware(trial.created_at),
+        ))
+    return results
+
+
+def problem_order(result: BestResult) -> tuple:
+    """Sort key of best_per_problem listings."""
+    p = result.problem
+    return (result.device, result.device_id, p.mode, p.head_dim, p.dtype, p.causal, p.kv_len,
+            p.q_len, p.heads_q, p.heads_kv, p.batch)

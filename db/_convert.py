@@ -1,0 +1,89 @@
+"""Conversions between the harness's results, the ORM rows and the public records."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING
+
+from xe2tune.db._models import Device, Measurement, Problem, Trial
+from xe2tune.db._records import DeviceRecord, MeasurementRecord, TrialRow
+from xe2tune.harness import TrialStatus
+from xe2tune.kernels import ProblemSpec
+
+if TYPE_CHECKING:
+    from xe2tune.harness import TrialResult
+
+TIMING_FIELDS = ("median_s", "mean_s", "min_s", "max_s", "p10_s", "p90_s", "cv", "warmup",
+                 "iterations", "n_buf", "host_overhead_s")
+ROOFLINE_FIELDS = ("flops", "bytes", "arithmetic_intensity", "achieved_flops",
+                   "achieved_bandwidth", "peak_flops", "peak_bandwidth", "attainable_flops",
+                   "roofline_fraction", "peak_source")
+CORRECTNESS_FIELDS = ("nonfinite", "max_abs_error", "rel_l2_error", "atol", "rtol_l2")
+SUMMARY_FIELDS = (*TIMING_FIELDS, *ROOFLINE_FIELDS, *CORRECTNESS_FIELDS, "passed")
+
+
+def aware(moment: datetime) -> datetime:
+    """Stored naive UTC as an aware UTC datetime."""
+    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment
+
+
+def measurement_row(result: TrialResult) -> Measurement | None:
+    """The measurement row of a result, None when the trial produced neither output nor time."""
+    if result.timing is None and result.correctness is None and result.roofline is None:
+        return None
+    row = Measurement()
+    if result.timing is not None:
+        for name, value in result.timing.summary().items():
+            setattr(row, name, value)
+        row.samples = list(result.timing.samples)
+    if result.roofline is not None:
+        for name in ROOFLINE_FIELDS:
+            setattr(row, name, getattr(result.roofline, name))
+    if result.correctness is not None:
+        for name in CORRECTNESS_FIELDS:
+            setattr(row, name, getattr(result.correctness, name))
+        row.passed = result.correctness.passed
+    return row
+
+
+def measurement_record(row: Measurement | None, *, samples: bool) -> MeasurementRecord | None:
+    """A measurement row as a record; raw samples only when asked (they can be large)."""
+    if row is None:
+        return None
+    values = {name: getattr(row, name) for name in SUMMARY_FIELDS}
+    if samples and row.samples is not None:
+        values["samples"] = tuple(row.samples)
+    return MeasurementRecord(**values)
+
+
+def problem_spec(row: Problem) -> ProblemSpec:
+    """A problem row as the kernels' value object."""
+    return ProblemSpec(
+        mode=row.mode, head_dim=row.head_dim, dtype=row.dtype, q_len=row.q_len,
+        kv_len=row.kv_len, heads_q=row.heads_q, heads_kv=row.heads_kv, batch=row.batch,
+        causal=row.causal,
+    )
+
+
+def device_record(row: Device) -> DeviceRecord:
+    """A device row as a record."""
+    return DeviceRecord(
+        id=row.id, name=row.name, backend=row.backend, device_type=row.device_type,
+        driver=row.driver, compute_units=row.compute_units,
+        global_mem_bytes=row.global_mem_bytes, local_mem_bytes=row.local_mem_bytes,
+        max_work_group_size=row.max_work_group_size,
+        sub_group_sizes=tuple(row.sub_group_sizes), peak_flops=dict(row.peak_flops),
+        peak_bandwidth=row.peak_bandwidth, peak_source=row.peak_source,
+    )
+
+
+def trial_row(row: Trial, *, samples: bool) -> TrialRow:
+    """A trial row and its measurement as a record."""
+    return TrialRow(
+        id=row.id, study_id=row.study_id, number=row.number, config=dict(row.config),
+        config_hash=row.config_hash, status=TrialStatus(row.status), is_default=row.is_default,
+        origin=row.origin, build_s=row.build_s, verify_s=row.verify_s,
+        bench_s=row.bench_s, error=row.error, created_at=aware(row.created_at),
+        measurement=measurement_record(row.measurement, samples=samples), extra=dict(row.extra),
+    )
+

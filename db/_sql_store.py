@@ -1,0 +1,253 @@
+"""SqlResultStore: the ResultStore over any SQLAlchemy database (SQLite by default).
+
+This class owns the session lifecycle (one ``Session.begin()`` per call) and turns every
+``SQLAlchemyError`` into a ``StoreError``; the repository functions it calls only read and write
+through the session they are given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from sqlalchemy import Engine, event
+from sqlalchemy.exc import IntegrityError, SQLAlchemyError
+from sqlalchemy.orm import Session, sessionmaker
+from xe2tune.db import _best, _reads, _writes
+from xe2tune.db._convert import trial_row
+from xe2tune.db._engine import WRITE_OPTION, describe, is_memory, sqlite_connect_args
+from xe2tune.db._frame import results_frame
+from xe2tune.db._records import StudyRecord, SubmitOutcome
+
+from xe2tune.errors import StoreError
+
+if TYPE_CHECKING:
+    import pandas
+    from xe2tune.db._records import (
+        BestQuery,
+        BestResult,
+        DeviceRecord,
+        MeasuredCeilings,
+        ResultFilters,
+        ResultRow,
+        TrialRow,
+    )
+    from xe2tune.db._submission import ResultSubmission
+    from xe2tune.harness import TrialResult
+    from xe2tune.kernels import ProblemSpec
+
+T = TypeVar("T")
+
+
+def _mark_changed(session: Session, _context: Any) -> None:
+    session.info["changed"] = True
+
+
+class SqlResultStore:
+    """ResultStore on a SQLAlchemy engine; see ``xe2tune.db.ResultStore`` for the contract.
+
+    Build it with :func:`xe2tune.db.open_store`, which migrates the schema first.
+    """
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._read_sessions = sessionmaker(engine, expire_on_commit=False)
+        self._write_sessions = sessionmaker(
+            engine.execution_options(**{WRITE_OPTION: True}), expire_on_commit=False
+        )
+
+    @property
+    def url(self) -> str:
+        """The database URL with any password masked."""
+        return self._engine.url.render_as_string(hide_password=True)
+
+    def optuna_storage_url(self) -> str:
+        """The same database, for ``optuna.storages.RDBStorage`` and ``optuna-dashboard``."""
+        if is_memory(self._engine.url):
+            raise StoreError("an in-memory database cannot be shared with optuna; use a file")
+        return self._engine.url.render_as_string(hide_password=False)
+
+    def optuna_engine_kwargs(self) -> dict[str, object]:
+        """SQLite gets the store's busy timeout so optuna waits for the lock instead of failing."""
+        if self._engine.url.get_backend_name() == "sqlite":
+            return {"connect_args": sqlite_connect_args()}
+        return {}
+
+    def close(self) -> None:
+        """Dispose of the engine's connections."""
+        self._engine.dispose()
+
+    # -- session lifecycle ------------------------------------------------------------------
+
+    @contextmanager
+    def _read(self) -> Iterator[Session]:
+        try:
+            with self._read_sessions.begin() as session:
+                yield session
+        except SQLAlchemyError as exc:
+            raise StoreError(f"cannot read {self.url}: {describe(exc)}") from exc
+
+    def _write(self, work: Callable[[Session], T]) -> T:
+        """Run ``work`` in one write transaction, bumping data_version when it changed rows.
+
+        A unique-constraint race (two writers creating the same device or problem on a database
+        without SQLite's writer lock) is retried once; the retry finds the other writer's row.
+        """
+        for attempt in (1, 2):
+            try:
+                with self._write_sessions.begin() as session:
+                    event.listen(session, "after_flush", _mark_changed)
+                    value = work(session)
+                    session.flush()
+                    if session.info.get("changed"):
+                        _writes.bump_data_version(session)
+                    return value
+            except IntegrityError as exc:
+                if attempt == 2:
+                    raise StoreError(f"cannot write {self.url}: {describe(exc)}") from exc
+            except SQLAlchemyError as exc:
+                raise StoreError(f"cannot write {self.url}: {describe(exc)}") from exc
+        raise AssertionError("unreachable")
+
+    # -- writes -----------------------------------------------------------------------------
+
+    def upsert_device(self, device: DeviceRecord) -> int:
+        """See ResultStore.upsert_device."""
+        return self._write(lambda s: _writes.upsert_device(s, device))
+
+    def save_ceilings(self, device_id: int, ceilings: MeasuredCeilings) -> None:
+        """See ResultStore.save_ceilings."""
+        self._write(lambda s: _writes.save_ceilings(s, device_id, ceilings))
+
+    def ceilings(self, device_id: int) -> MeasuredCeilings | None:
+        """See ResultStore.ceilings."""
+        with self._read() as session:
+            return _reads.ceilings(session, device_id)
+
+    def upsert_kernel_source(self, family: str, source_hash: str) -> int:
+        """See ResultStore.upsert_kernel_source."""
+        return self._write(lambda s: _writes.upsert_kernel_source(s, family, source_hash))
+
+    def upsert_problem(self, problem: ProblemSpec) -> int:
+        """See ResultStore.upsert_problem."""
+        return self._write(lambda s: _writes.upsert_problem(s, problem))
+
+    def get_or_create_study(
+        self, *, device_id: int, kernel_source_id: int, problem_id: int, sampler: str,
+        optuna_study_name: str | None,
+    ) -> StudyRecord:
+        """See ResultStore.get_or_create_study."""
+        study_id = self._write(lambda s: _writes.get_or_create_study(
+            s, device_id=device_id, kernel_source_id=kernel_source_id, problem_id=problem_id,
+            sampler=sampler, optuna_study_name=optuna_study_name,
+        ).id)
+        record = self.study(study_id)
+        assert record is not None, "a study just written is readable"
+        return record
+
+    def record_trial(
+        self, study_id: int, result: TrialResult, *, number: int | None = None,
+        is_default: bool = False,
+    ) -> int:
+        """See ResultStore.record_trial."""
+        return self._write(lambda s: _writes.insert_trial(
+            s, study_id, result, number=number, is_default=is_default, origin="local"))
+
+    def find_trial(self, study_id: int, config_hash: str) -> TrialRow | None:
+        """See ResultStore.find_trial."""
+        with self._read() as session:
+            row = _writes.find_trial(session, study_id, config_hash)
+            return None if row is None else trial_row(row, samples=True)
+
+    def submit_result(self, submission: ResultSubmission) -> SubmitOutcome:
+        """See ResultStore.submit_result."""
+        return self._write(lambda s: _submit(s, submission))
+
+    # -- reads ------------------------------------------------------------------------------
+
+    def best(self, query: BestQuery) -> BestResult | None:
+        """See ResultStore.best."""
+        with self._read() as session:
+            ids = _reads.device_ids(session, query.device)
+            rows = _best.study_bests(session, ids, query)
+            if not rows:
+                return None
+            device_id = _best.choose_device(rows, query.device is not None)
+            chosen = _best.best_study_per_problem(
+                [row for row in rows if row.device_id == device_id])
+            key, nearest = min(((_best.nearest_key(row.problem, query), row)
+                                for row in chosen.values()), key=lambda pair: pair[0])
+            match = "exact" if _best.is_exact(key) else "nearest"
+            return _best.best_results(session, [nearest], match=match, query=query)[0]
+
+    def best_per_problem(self, device: str | None = None) -> list[BestResult]:
+        """See ResultStore.best_per_problem."""
+        with self._read() as session:
+            rows = _best.study_bests(session, _reads.device_ids(session, device))
+            chosen = list(_best.best_study_per_problem(rows).values())
+            return sorted(_best.best_results(session, chosen, match="exact"),
+                          key=_best.problem_order)
+
+    def results(
+        self, filters: ResultFilters | None = None, *, limit: int = 100, offset: int = 0
+    ) -> list[ResultRow]:
+        """See ResultStore.results."""
+        _reads.check_page(limit, offset)
+        with self._read() as session:
+            ids = _reads.device_ids(session, filters.device if filters else None)
+            return _reads.results(session, filters, ids, limit=limit, offset=offset)
+
+    def count_results(self, filters: ResultFilters | None = None) -> int:
+        """See ResultStore.count_results."""
+        with self._read() as session:
+            ids = _reads.device_ids(session, filters.device if filters else None)
+            return _reads.count_results(session, filters, ids)
+
+    def results_frame(self, filters: ResultFilters | None = None) -> pandas.DataFrame:
+        """See ResultStore.results_frame."""
+        with self._read() as session:
+            ids = _reads.device_ids(session, filters.device if filters else None)
+            return results_frame(_reads.result_tuples(session, filters, ids))
+
+    def devices(self) -> list[DeviceRecord]:
+        """See ResultStore.devices."""
+        with self._read() as session:
+            return _reads.devices(session)
+
+    def studies(self, device: str | None = None) -> list[StudyRecord]:
+        """See ResultStore.studies."""
+        with self._read() as session:
+            return _reads.studies(session, _reads.device_ids(session, device))
+
+    def study(self, study_id: int) -> StudyRecord | None:
+        """See ResultStore.study."""
+        with self._read() as session:
+            found = _reads.studies(session, study_id=study_id)
+            return found[0] if found else None
+
+    def trials(self, study_id: int) -> list[TrialRow]:
+        """See ResultStore.trials."""
+        with self._read() as session:
+            return _reads.trials(session, study_id)
+
+    def data_version(self) -> int:
+        """See ResultStore.data_version."""
+        with self._read() as session:
+            return _reads.data_version(session)
+
+
+def _submit(session: Session, submission: ResultSubmission) -> SubmitOutcome:
+    device_id = _writes.upsert_device(session, submission.device)
+    source_id = _writes.upsert_kernel_source(session, submission.family, submission.source_hash)
+    problem_id = _writes.upsert_problem(session, submission.problem)
+    study = _writes.get_or_create_study(
+        session, device_id=device_id, kernel_source_id=source_id, problem_id=problem_id,
+        sampler="remote", optuna_study_name=None,
+    )
+    existing = _writes.find_trial(session, study.id, submission.config_hash)
+    if existing is not None:
+        return SubmitOutcome(trial_id=existing.id, study_id=study.id, created=False)
+    trial_id = _writes.insert_trial(session, study.id, submission.trial_result(), number=None,
+                                    is_default=submission.is_default, origin="remote")
+    return SubmitOutcome(trial_id=trial_id, study_id=study.id, created=True)

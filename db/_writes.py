@@ -1,0 +1,159 @@
+"""Repository functions that write. Each takes a Session inside a transaction and never commits."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from sqlalchemy import select, update
+from xe2tune.db._convert import measurement_row
+from xe2tune.db._models import (
+    Ceiling,
+    Device,
+    KernelSource,
+    Meta,
+    Problem,
+    Study,
+    Trial,
+    utcnow,
+)
+from xe2tune.db._validate import trial_problems
+
+from xe2tune.errors import StoreError
+
+if TYPE_CHECKING:
+    from sqlalchemy.orm import Session
+    from xe2tune.db._records import DeviceRecord, MeasuredCeilings
+    from xe2tune.harness import TrialResult
+    from xe2tune.kernels import ProblemSpec
+
+DATA_VERSION = "data_version"
+_DEVICE_FIELDS = ("device_type", "compute_units", "global_mem_bytes", "local_mem_bytes",
+                  "max_work_group_size", "peak_bandwidth", "peak_source")
+
+
+def bump_data_version(session: Session) -> None:
+    """Advance the change counter readers poll."""
+    session.execute(update(Meta).where(Meta.key == DATA_VERSION).values(value=Meta.value + 1))
+
+
+def upsert_device(session: Session, device: DeviceRecord) -> int:
+    """Insert or update the device with this (name, backend, driver); return its id."""
+    row = session.scalars(
+        select(Device).where(Device.name == device.name, Device.backend == device.backend,
+                             Device.driver == device.driver)
+    ).one_or_none()
+    if row is None:
+        row = Device(name=device.name, backend=device.backend, driver=device.driver)
+        session.add(row)
+    for name in _DEVICE_FIELDS:
+        if getattr(row, name, None) != getattr(device, name):
+            setattr(row, name, getattr(device, name))
+    if row.sub_group_sizes != list(device.sub_group_sizes):
+        row.sub_group_sizes = list(device.sub_group_sizes)
+    if row.peak_flops != dict(device.peak_flops):
+        row.peak_flops = dict(device.peak_flops)
+    session.flush()
+    return row.id
+
+
+def save_ceilings(session: Session, device_id: int, ceilings: MeasuredCeilings) -> None:
+    """Replace the device's measured ceilings."""
+    if session.get(Device, device_id) is None:
+        raise StoreError(f"unknown device id {device_id}")
+    row = session.get(Ceiling, device_id) or Ceiling(device_id=device_id)
+    row.flops = dict(ceilings.flops)
+    row.bandwidth = ceilings.bandwidth
+    row.llc_bytes = ceilings.llc_bytes
+    row.details = dict(ceilings.details)
+    row.measured_at = (ceilings.measured_at.replace(tzinfo=None) if ceilings.measured_at
+                       else utcnow())
+    session.add(row)
+
+
+def upsert_kernel_source(session: Session, family: str, source_hash: str) -> int:
+    """The id of (family, source_hash), inserted when new."""
+    row = session.scalars(
+        select(KernelSource).where(KernelSource.family == family,
+                                  KernelSource.source_hash == source_hash)
+    ).one_or_none()
+    if row is None:
+        row = KernelSource(family=family, source_hash=source_hash)
+        session.add(row)
+        session.flush()
+    return row.id
+
+
+def upsert_problem(session: Session, problem: ProblemSpec) -> int:
+    """The id of this problem, inserted when new."""
+    key = problem.key()
+    row = session.scalars(select(Problem).where(Problem.key == key)).one_or_none()
+    if row is None:
+        row = Problem(key=key, **problem.to_dict())
+        session.add(row)
+        session.flush()
+    return row.id
+
+
+def get_or_create_study(
+    session: Session, *, device_id: int, kernel_source_id: int, problem_id: int, sampler: str,
+    optuna_study_name: str | None,
+) -> Study:
+    """The study of the triple, created on first use; fills in a missing optuna study name."""
+    for model, ident in ((Device, device_id), (KernelSource, kernel_source_id),
+                         (Problem, problem_id)):
+        if session.get(model, ident) is None:
+            raise StoreError(f"unknown {model.__tablename__[5:-1].replace('_', ' ')} id {ident}")
+    study = session.scalars(
+        select(Study).where(Study.device_id == device_id,
+                            Study.kernel_source_id == kernel_source_id,
+                            Study.problem_id == problem_id)
+    ).one_or_none()
+    if study is None:
+        study = Study(device_id=device_id, kernel_source_id=kernel_source_id,
+                      problem_id=problem_id, sampler=sampler)
+        session.add(study)
+    if study.optuna_study_name is None and optuna_study_name is not None:
+        taken = session.scalars(
+            select(Study.id).where(Study.optuna_study_name == optuna_study_name)
+        ).first()
+        if taken is not None:
+            raise StoreError(
+                f"optuna study name {optuna_study_name!r} already belongs to study {taken}"
+            )
+        study.optuna_study_name = optuna_study_name
+    session.flush()
+    return study
+
+
+def find_trial(session: Session, study_id: int, config_hash: str) -> Trial | None:
+    """The trial of this config in this study, if stored."""
+    return session.scalars(
+        select(Trial).where(Trial.study_id == study_id, Trial.config_hash == config_hash)
+    ).one_or_none()
+
+
+def insert_trial(
+    session: Session, study_id: int, result: TrialResult, *, number: int | None,
+    is_default: bool, origin: str,
+) -> int:
+    """Validate and store one trial with its measurement; return the trial id."""
+    problems = trial_problems(result)
+    if problems:
+        raise StoreError(f"inconsistent trial result: {'; '.join(problems)}")
+    if session.get(Study, study_id) is None:
+        raise StoreError(f"unknown study id {study_id}")
+    existing = find_trial(session, study_id, result.config_hash)
+    if existing is not None:
+        raise StoreError(
+            f"config {result.config_hash} is already stored in study {study_id} "
+            f"(trial {existing.id}); look it up with find_trial instead of measuring it again"
+        )
+    trial = Trial(
+        study_id=study_id, number=number, config=dict(result.config),
+        config_hash=result.config_hash, status=result.status.value, is_default=is_default,
+        origin=origin, build_s=result.build_s, verify_s=result.verify_s, bench_s=result.bench_s,
+        error=result.error, extra=dict(result.extra), measurement=measurement_row(result),
+    )
+    session.add(trial)
+    session.flush()
+    return trial.id

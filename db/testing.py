@@ -1,0 +1,384 @@
+"""The ResultStore conformance suite and builders of real result values for tests.
+
+Every ResultStore implementation's test module subclasses :class:`StoreContract` and provides a
+``store`` fixture (optuna's ``pytest_storages`` pattern). The builders make plain
+``TrialResult`` values as the harness would: data, not mocks.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import TYPE_CHECKING
+
+import pytest
+from xe2tune.db._records import (
+    BestQuery,
+    DeviceRecord,
+    MeasuredCeilings,
+    ResultFilters,
+)
+from xe2tune.db._submission import ResultSubmission
+from xe2tune.harness import (
+    CorrectnessReport,
+    RooflineFigures,
+    TimingStats,
+    TrialResult,
+    TrialStatus,
+)
+from xe2tune.kernels import LauncherConfig, ProblemSpec
+
+from xe2tune.errors import StoreError
+
+if TYPE_CHECKING:
+    from xe2tune.db._store import ResultStore
+
+DEVICE = DeviceRecord(
+    name="Intel(R) Arc(TM) B580 Graphics", backend="level_zero", device_type="gpu",
+    driver="1.6.32224", compute_units=160, global_mem_bytes=12 * 2**30,
+    local_mem_bytes=128 * 2**10, max_work_group_size=1024, sub_group_sizes=(16, 32),
+    peak_flops={"fp16": 116.7e12, "bf16": 116.7e12, "fp32": 13.7e12},
+    peak_bandwidth=456e9, peak_source="catalog",
+)
+
+
+def launcher_config(bq: int = 64, bk: int = 64, stages: int = 2, *, head_dim: int = 128,
+                    bv: int = 32, **knobs: int | str | bool) -> LauncherConfig:
+    """A launcher config in the seed's vocabulary (ShapeQK<bq,bk,32>, ShapePV<bq,bv,bk>, ...)."""
+    return LauncherConfig(shape_qk=(bq, bk, 32), shape_pv=(bq, bv, bk),
+                          shape_out=(bq, head_dim), subgroup_layout=(bq // 8, 1),
+                          stages=stages, subgroup_size=16, knobs=tuple(knobs.items()))
+
+
+def prefill(seq: int, *, head_dim: int = 128, dtype: str = "fp16", causal: bool = False,
+            heads_q: int = 8, heads_kv: int = 8, batch: int = 1) -> ProblemSpec:
+    """A prefill problem with q_len = kv_len = seq."""
+    return ProblemSpec(mode="prefill", head_dim=head_dim, dtype=dtype, q_len=seq,
+                       kv_len=seq, heads_q=heads_q, heads_kv=heads_kv, batch=batch,
+                       causal=causal)
+
+
+def ok_result(config: LauncherConfig, median_s: float, *, flops: float = 1e9,
+              spread: float = 0.01) -> TrialResult:
+    """An OK trial: five samples around ``median_s``, verified, with roofline figures."""
+    samples = [median_s * (1 + spread * k) for k in (-2, -1, 0, 1, 2)]
+    timing = TimingStats.from_samples(samples, warmup=3, n_buf=2, host_overhead_s=1e-6)
+    data = flops / 100.0
+    peak, bandwidth = DEVICE.peak_flops["fp16"], DEVICE.peak_bandwidth or 1.0
+    attainable = min(peak, flops / data * bandwidth)
+    roofline = RooflineFigures(
+        flops=flops, bytes=data, arithmetic_intensity=flops / data,
+        achieved_flops=flops / timing.median, achieved_bandwidth=data / timing.median,
+        peak_flops=peak, peak_bandwidth=bandwidth, attainable_flops=attainable,
+        roofline_fraction=flops / timing.median / attainable, peak_source="catalog",
+    )
+    correctness = CorrectnessReport(nonfinite=0, max_abs_error=1e-3, rel_l2_error=2e-4,
+                                    atol=1e-2, rtol_l2=1e-2)
+    return TrialResult(status=TrialStatus.OK, config=config.to_dict(),
+                       config_hash=config.config_hash(), build_s=0.5, verify_s=0.1,
+                       bench_s=0.2, timing=timing, correctness=correctness, roofline=roofline)
+
+
+def failed_result(config: LauncherConfig, status: TrialStatus, error: str) -> TrialResult:
+    """A trial that failed before timing (compile error, launch error, ...)."""
+    return TrialResult(status=status, config=config.to_dict(), config_hash=config.config_hash(),
+                       build_s=0.3, error=error)
+
+
+def tune(store: ResultStore, problem: ProblemSpec, results: list[TrialResult], *,
+         device: DeviceRecord = DEVICE, family: str = "sdpa_prefill",
+         source_hash: str = "src-1", default_first: bool = True) -> int:
+    """Store a finished study of ``results`` (the first is the default config); return its id."""
+    device_id = store.upsert_device(device)
+    source_id = store.upsert_kernel_source(family, source_hash)
+    problem_id = store.upsert_problem(problem)
+    study = store.get_or_create_study(
+        device_id=device_id, kernel_source_id=source_id, problem_id=problem_id, sampler="tpe",
+        optuna_study_name=f"{device.name}|{device.driver}|{family}|{source_hash}|{problem.key()}",
+    )
+    for number, result in enumerate(results):
+        store.record_trial(study.id, result, number=number,
+                           is_default=default_first and number == 0)
+    return study.id
+
+
+def submission(config: LauncherConfig, median_s: float, problem: ProblemSpec) -> ResultSubmission:
+    """A remote submission of an OK trial, built from the same values the tuner stores."""
+    result = ok_result(config, median_s)
+    assert result.timing and result.correctness and result.roofline
+    return ResultSubmission.model_validate({
+        "device": DEVICE.model_dump(exclude={"id"}), "family": "sdpa_prefill",
+        "source_hash": "src-1", "problem": problem.to_dict(), "status": "ok",
+        "config": result.config, "config_hash": result.config_hash,
+        "timing": {"samples": list(result.timing.samples), "warmup": 3, "n_buf": 2},
+        "correctness": {"nonfinite": 0, "max_abs_error": 1e-3, "rel_l2_error": 2e-4,
+                        "atol": 1e-2, "rtol_l2": 1e-2},
+        "roofline": {k: getattr(result.roofline, k) for k in (
+            "flops", "bytes", "arithmetic_intensity", "achieved_flops", "achieved_bandwidth",
+            "peak_flops", "peak_bandwidth", "attainable_flops", "roofline_fraction",
+            "peak_source")},
+    })
+
+
+class StoreContract:
+    """Behaviour every ResultStore must have. Subclasses provide a fresh ``store`` fixture."""
+
+    @pytest.fixture
+    def store(self) -> ResultStore:
+        """A fresh, empty store; each implementation's test module overrides this."""
+        raise NotImplementedError
+
+    # -- devices, ceilings, sources, problems, studies ---------------------------------------
+
+    def test_upsert_device_is_keyed_by_name_backend_driver(self, store: ResultStore) -> None:
+        first = store.upsert_device(DEVICE)
+        assert store.upsert_device(DEVICE) == first
+        measured = DEVICE.model_copy(update={"peak_bandwidth": 400e9, "peak_source": "measured"})
+        assert store.upsert_device(measured) == first
+        newer = store.upsert_device(DEVICE.model_copy(update={"driver": "2.0"}))
+        assert newer != first
+        [one, two] = store.devices()
+        assert (one.id, one.peak_bandwidth, one.peak_source) == (first, 400e9, "measured")
+        assert one.peak_flops == DEVICE.peak_flops and one.sub_group_sizes == (16, 32)
+        assert two.driver == "2.0"
+
+    def test_ceilings_round_trip_and_replace(self, store: ResultStore) -> None:
+        device_id = store.upsert_device(DEVICE)
+        assert store.ceilings(device_id) is None
+        store.save_ceilings(device_id, MeasuredCeilings(flops={"fp32": 1e11}, bandwidth=5e10))
+        store.save_ceilings(device_id, MeasuredCeilings(
+            flops={"fp16": 2e11, "fp32": 1e11}, bandwidth=6e10, details={"copy_mb": 256}))
+        got = store.ceilings(device_id)
+        assert got is not None
+        assert got.flops == {"fp16": 2e11, "fp32": 1e11} and got.bandwidth == 6e10
+        assert got.details == {"copy_mb": 256} and got.measured_at is not None
+        with pytest.raises(StoreError, match="unknown device"):
+            store.save_ceilings(device_id + 99, MeasuredCeilings(flops={}, bandwidth=1.0))
+
+    def test_sources_and_problems_are_idempotent(self, store: ResultStore) -> None:
+        assert store.upsert_kernel_source("f", "h1") == store.upsert_kernel_source("f", "h1")
+        assert store.upsert_kernel_source("f", "h1") != store.upsert_kernel_source("f", "h2")
+        assert store.upsert_problem(prefill(512)) == store.upsert_problem(prefill(512))
+        assert store.upsert_problem(prefill(512)) != store.upsert_problem(prefill(512,
+                                                                                  causal=True))
+
+    def test_study_is_one_per_triple(self, store: ResultStore) -> None:
+        ids = dict(device_id=store.upsert_device(DEVICE),
+                   kernel_source_id=store.upsert_kernel_source("f", "h"),
+                   problem_id=store.upsert_problem(prefill(512)))
+        created = store.get_or_create_study(**ids, sampler="random", optuna_study_name=None)
+        again = store.get_or_create_study(**ids, sampler="tpe", optuna_study_name="s1")
+        assert again.id == created.id and again.sampler == "random"
+        assert again.optuna_study_name == "s1" and again.problem == prefill(512)
+        other = dict(ids, problem_id=store.upsert_problem(prefill(1024)))
+        with pytest.raises(StoreError, match="already belongs"):
+            store.get_or_create_study(**other, sampler="tpe", optuna_study_name="s1")
+        with pytest.raises(StoreError, match="unknown problem id"):
+            store.get_or_create_study(**dict(ids, problem_id=999), sampler="tpe",
+                                      optuna_study_name=None)
+
+    # -- trials ----------------------------------------------------------------------------
+
+    def test_record_and_find_trial_keep_every_statistic(self, store: ResultStore) -> None:
+        config = launcher_config()
+        result = TrialResult(**{**ok_result(config, 1e-3).__dict__,
+                                "extra": {"work_groups": 64, "plan": "split-kv"}})
+        study_id = tune(store, prefill(512), [result])
+        found = store.find_trial(study_id, config.config_hash())
+        assert found is not None and found.status is TrialStatus.OK and found.is_default
+        assert found.config == config.to_dict() and found.number == 0
+        assert found.extra == {"work_groups": 64, "plan": "split-kv"}
+        m = found.measurement
+        assert m is not None and result.timing and result.roofline
+        assert m.samples == result.timing.samples and m.iterations == 5
+        assert m.median_s == pytest.approx(result.timing.median) == found.objective
+        assert m.p90_s == pytest.approx(result.timing.p90) and m.warmup == 3
+        assert m.roofline_fraction == pytest.approx(result.roofline.roofline_fraction)
+        assert m.tflops == pytest.approx(result.roofline.tflops) and m.peak_source == "catalog"
+        assert m.max_abs_error == 1e-3 and m.rel_l2_error == 2e-4 and m.passed
+        assert store.find_trial(study_id, "0" * 16) is None
+
+    def test_a_config_is_never_stored_twice(self, store: ResultStore) -> None:
+        config = launcher_config()
+        study_id = tune(store, prefill(512), [ok_result(config, 1e-3)])
+        with pytest.raises(StoreError, match="already stored"):
+            store.record_trial(study_id, ok_result(config, 2e-3))
+        assert len(store.trials(study_id)) == 1
+
+    @pytest.mark.parametrize("broken", ["hash", "untimed_ok", "unverified_ok", "nan_sample"])
+    def test_inconsistent_results_are_refused(self, store: ResultStore, broken: str) -> None:
+        study_id = tune(store, prefill(512), [])
+        good = ok_result(launcher_config(), 1e-3)
+        assert good.timing is not None and good.correctness is not None
+        bad = {
+            "hash": TrialResult(**{**good.__dict__, "config_hash": "deadbeef"}),
+            "untimed_ok": TrialResult(**{**good.__dict__, "timing": None}),
+            "unverified_ok": TrialResult(**{**good.__dict__, "correctness": None}),
+            "nan_sample": TrialResult(**{**good.__dict__, "timing": TimingStats(
+                (math.nan, 1.0), 1, 2, 1, 0.0)}),
+        }[broken]
+        version = store.data_version()
+        with pytest.raises(StoreError, match="inconsistent trial result"):
+            store.record_trial(study_id, bad)
+        assert store.trials(study_id) == [] and store.data_version() == version
+
+    def test_failed_trials_keep_their_error_and_are_never_best(self, store: ResultStore) -> None:
+        bad = launcher_config(stages=3)
+        study_id = tune(store, prefill(512), [
+            failed_result(bad, TrialStatus.COMPILE_ERROR, "error: no member named 'x'")])
+        [row] = store.trials(study_id)
+        assert row.status is TrialStatus.COMPILE_ERROR and row.measurement is None
+        assert row.error == "error: no member named 'x'" and row.objective == math.inf
+        assert store.best(BestQuery(head_dim=128, dtype="fp16", seq=512)) is None
+        assert store.best_per_problem() == []
+
+    # -- best ------------------------------------------------------------------------------
+
+    def test_best_is_the_fastest_ok_trial_with_speedup_over_default(
+            self, store: ResultStore) -> None:
+        default, fast, faster = launcher_config(), launcher_config(128), launcher_config(128, 32)
+        tune(store, prefill(1024), [
+            ok_result(default, 4e-3), ok_result(fast, 2e-3),
+            failed_result(faster, TrialStatus.WRONG_RESULT, "max error 3.2")])
+        best = store.best(BestQuery(head_dim=128, dtype="fp16", seq=1024))
+        assert best is not None and best.match == "exact" and best.problem == prefill(1024)
+        assert best.config_hash == fast.config_hash() and best.launcher_config() == fast
+        assert best.median_s == pytest.approx(2e-3)
+        assert best.default_median_s == pytest.approx(4e-3)
+        assert best.speedup == pytest.approx(2.0) and best.device == DEVICE.name
+
+    def test_best_falls_back_to_the_nearest_seq_on_a_log_scale(self, store: ResultStore) -> None:
+        configs = {seq: launcher_config(bq) for seq, bq in ((512, 32), (2048, 64), (4096, 128))}
+        for seq, config in configs.items():
+            tune(store, prefill(seq), [ok_result(config, 1e-3)])
+        tune(store, prefill(3000, causal=True), [ok_result(launcher_config(16), 1e-3)])
+        tune(store, prefill(3000, head_dim=64), [ok_result(launcher_config(16, head_dim=64),
+                                                           1e-3)])
+
+        def ask(seq: int) -> tuple[str, int, str]:
+            best = store.best(BestQuery(head_dim=128, dtype="fp16", seq=seq))
+            assert best is not None
+            return best.match, best.problem.kv_len, best.config_hash
+
+        assert ask(3000) == ("nearest", 4096, configs[4096].config_hash())  # 1.37x < 1.46x
+        assert ask(1024) == ("nearest", 512, configs[512].config_hash())  # 2x tie: smaller
+        assert ask(100000) == ("nearest", 4096, configs[4096].config_hash())
+        assert ask(2048) == ("exact", 2048, configs[2048].config_hash())
+        assert store.best(BestQuery(head_dim=128, dtype="bf16", seq=512)) is None
+        assert store.best(BestQuery(head_dim=128, dtype="fp16", seq=512, mode="decode")) is None
+
+    def test_best_prefers_matching_heads_and_flags_differences(self, store: ResultStore) -> None:
+        mha, gqa = launcher_config(32), launcher_config(64)
+        tune(store, prefill(1024), [ok_result(mha, 1e-3)])
+        tune(store, prefill(1024, heads_q=32, heads_kv=8), [ok_result(gqa, 1e-3)])
+        query = BestQuery(head_dim=128, dtype="fp16", seq=1024, heads_q=32, heads_kv=8)
+        assert store.best(query).config_hash == gqa.config_hash()
+        any_heads = store.best(BestQuery(head_dim=128, dtype="fp16", seq=1024))
+        assert any_heads is not None and any_heads.match == "exact"
+        assert any_heads.problem.heads_q == 8  # ties go to the smaller problem
+        other = store.best(BestQuery(head_dim=128, dtype="fp16", seq=1024, heads_q=16,
+                                     heads_kv=16))
+        assert other is not None and other.match == "nearest"
+
+    def test_best_serves_the_newest_kernel_source(self, store: ResultStore) -> None:
+        old, new = launcher_config(32), launcher_config(64)
+        tune(store, prefill(512), [ok_result(old, 1e-4)], source_hash="old")
+        tune(store, prefill(512), [ok_result(new, 9e-4)], source_hash="new")
+        best = store.best(BestQuery(head_dim=128, dtype="fp16", seq=512))
+        assert best is not None and best.source_hash == "new"
+        assert best.config_hash == new.config_hash()
+
+    def test_best_needs_a_device_when_several_have_results(self, store: ResultStore) -> None:
+        other = DEVICE.model_copy(update={"name": "Intel(R) Arc(TM) 140V GPU"})
+        tune(store, prefill(512), [ok_result(launcher_config(32), 1e-3)])
+        tune(store, prefill(512), [ok_result(launcher_config(64), 1e-3)], device=other)
+        query = BestQuery(head_dim=128, dtype="fp16", seq=512)
+        with pytest.raises(StoreError, match="several devices"):
+            store.best(query)
+        best = store.best(query.model_copy(update={"device": "intel(r) arc(tm) 140v gpu"}))
+        assert best is not None and best.config_hash == launcher_config(64).config_hash()
+        with pytest.raises(StoreError, match="no device 'B770'"):
+            store.best(query.model_copy(update={"device": "B770"}))
+        assert len(store.best_per_problem()) == 2
+        assert len(store.best_per_problem(device=DEVICE.name)) == 1
+
+    def test_best_per_problem_lists_every_tuned_problem_in_order(
+            self, store: ResultStore) -> None:
+        for seq in (2048, 512):
+            tune(store, prefill(seq), [ok_result(launcher_config(), 2e-3),
+                                       ok_result(launcher_config(128), 1e-3)])
+        tune(store, prefill(512, causal=True), [ok_result(launcher_config(), 1e-3)],
+             default_first=False)
+        listing = store.best_per_problem()
+        assert [(b.problem.causal, b.problem.kv_len) for b in listing] == [
+            (False, 512), (False, 2048), (True, 512)]
+        assert [b.speedup for b in listing] == [pytest.approx(2.0), pytest.approx(2.0), None]
+        assert all(b.match == "exact" and b.query is None for b in listing)
+
+    # -- listings, submissions, change counter -----------------------------------------------
+
+    def test_results_are_newest_first_filtered_and_paged(self, store: ResultStore) -> None:
+        tune(store, prefill(512), [ok_result(launcher_config(), 1e-3),
+                                   failed_result(launcher_config(32), TrialStatus.TIMEOUT, "t")])
+        tune(store, prefill(4096, causal=True), [ok_result(launcher_config(), 2e-3)])
+        rows = store.results()
+        assert [r.trial_id for r in rows] == sorted((r.trial_id for r in rows), reverse=True)
+        assert len(rows) == store.count_results() == 3
+        assert rows[0].problem.kv_len == 4096 and rows[0].measurement is not None
+        assert rows[0].measurement.samples is None  # listings leave the raw samples out
+        ok = ResultFilters(status=TrialStatus.OK)
+        assert store.count_results(ok) == 2
+        assert [r.problem.kv_len for r in store.results(ResultFilters(seq_max=1024))] == [512,
+                                                                                         512]
+        assert store.count_results(ResultFilters(causal=True, mode="prefill")) == 1
+        assert [r.trial_id for r in store.results(limit=2, offset=1)] == [r.trial_id
+                                                                          for r in rows[1:]]
+        with pytest.raises(StoreError, match="limit"):
+            store.results(limit=0)
+
+    def test_results_frame_has_one_flat_row_per_trial(self, store: ResultStore) -> None:
+        tune(store, prefill(512), [ok_result(launcher_config(), 1e-3),
+                                   failed_result(launcher_config(32), TrialStatus.TIMEOUT, "t")])
+        frame = store.results_frame()
+        assert len(frame) == 2
+        assert {"median_s", "tflops", "gbps", "roofline_fraction", "iterations", "shape_qk",
+                "stages", "status", "kv_len", "max_abs_error"} <= set(frame.columns)
+        assert list(frame["status"]) == ["timeout", "ok"]
+        assert frame["shape_qk"].iloc[1] == "64x64x32"
+        assert frame["tflops"].iloc[1] == pytest.approx(1e9 / 1e-3 / 1e12)
+        assert store.results_frame(ResultFilters(head_dim=64)).empty
+
+    def test_submit_result_is_idempotent(self, store: ResultStore) -> None:
+        payload = submission(launcher_config(), 1e-3, prefill(512))
+        first = store.submit_result(payload)
+        again = store.submit_result(payload)
+        assert first.created and not again.created
+        assert (again.trial_id, again.study_id) == (first.trial_id, first.study_id)
+        [row] = store.results()
+        assert row.origin == "remote" and row.trial_id == first.trial_id
+        best = store.best(BestQuery(head_dim=128, dtype="fp16", seq=512))
+        assert best is not None and best.trial_id == first.trial_id
+
+    def test_data_version_moves_on_every_write_and_only_then(self, store: ResultStore) -> None:
+        start = store.data_version()
+        device_id = store.upsert_device(DEVICE)
+        after_device = store.data_version()
+        assert after_device > start
+        store.upsert_device(DEVICE)
+        store.best_per_problem()
+        store.results()
+        assert store.data_version() == after_device
+        store.save_ceilings(device_id, MeasuredCeilings(flops={"fp32": 1.0}, bandwidth=1.0))
+        assert store.data_version() > after_device
+        before = store.data_version()
+        tune(store, prefill(512), [ok_result(launcher_config(), 1e-3)])
+        assert store.data_version() > before
+
+    def test_studies_report_counts_and_best(self, store: ResultStore) -> None:
+        study_id = tune(store, prefill(512), [
+            ok_result(launcher_config(), 2e-3), ok_result(launcher_config(128), 1e-3),
+            failed_result(launcher_config(32), TrialStatus.LAUNCH_ERROR, "wg too large")])
+        [study] = store.studies()
+        assert study.id == study_id and (study.n_trials, study.n_ok) == (3, 2)
+        assert study.best_median_s == pytest.approx(1e-3) and study.family == "sdpa_prefill"
+        assert store.study(study_id) == study and store.study(study_id + 1) is None
+        assert [t.number for t in store.trials(study_id)] == [0, 1, 2]

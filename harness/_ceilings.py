@@ -1,0 +1,126 @@
+"""Measured ceilings: an FMA microkernel and a streaming copy, timed by the same harness.
+
+Each microkernel runs in a few launch shapes and the fastest median wins: a ceiling is what the
+device can be made to do, so a poorly shaped variant must not lower it.
+"""
+
+from __future__ import annotations
+
+import ctypes
+from dataclasses import dataclass
+
+import dpctl
+import dpctl.memory as dpm
+from xe2tune.harness._bench import BenchSettings, BufferRotation, bench
+from xe2tune.harness._peaks import DevicePeaks
+from xe2tune.kernels import build_program
+
+
+@dataclass(frozen=True)
+class FmaVariant:
+    """One launch shape of the FMA microkernel."""
+
+    vec: int
+    chains: int
+    global_size: int
+    local_size: int
+    iters: int
+
+
+# Scalar chains per work-item let the CPU runtime vectorize across work-items (measured: 165
+# GFLOP/s fp32 vs 41 with sycl::vec<float, 8> per work-item on 2 EPYC cores); GPUs prefer many
+# more work-items, hence the wide variant.
+FMA_VARIANTS = (
+    FmaVariant(vec=1, chains=8, global_size=256, local_size=16, iters=50_000),
+    FmaVariant(vec=1, chains=8, global_size=512, local_size=64, iters=50_000),
+    FmaVariant(vec=4, chains=4, global_size=256, local_size=16, iters=20_000),
+    FmaVariant(vec=1, chains=8, global_size=1 << 20, local_size=256, iters=200),
+)
+COPY_BYTES = 64 << 20
+COPY_VEC = 8
+COPY_SHAPES = ((2048, 64), (1 << 20, 256))
+
+
+@dataclass(frozen=True)
+class Ceilings:
+    """FMA FLOP/s per compute type and copy bandwidth, as measured."""
+
+    fma_fp32: float
+    fma_fp16: float
+    copy_bandwidth: float
+
+    def peaks(self, llc_bytes: int) -> DevicePeaks:
+        # Kernels may compute fp16 inputs in fp32 (all ours do on the CPU, where fp16 FMA is
+        # emulated), so the fp16 roof is the faster of the two; bf16 always computes in fp32.
+        return DevicePeaks(
+            flops={
+                "fp32": self.fma_fp32,
+                "fp16": max(self.fma_fp16, self.fma_fp32),
+                "bf16": self.fma_fp32,
+            },
+            bandwidth=self.copy_bandwidth,
+            source="measured",
+            llc_bytes=llc_bytes,
+        )
+
+
+def _fma_flops(queue: dpctl.SyclQueue, half: bool, settings: BenchSettings) -> float:
+    best = 0.0
+    for v in FMA_VARIANTS:
+        iters = v.iters
+        built = build_program(
+            queue, "ceiling_fma.cpp", ["xe2t_ceiling_fma"],
+            {"HALF": int(half), "VEC": v.vec, "CHAINS": v.chains, "ITERS": iters},
+        )
+        kernel = built.kernels["xe2t_ceiling_fma"]
+        seed = ctypes.c_uint16(0x3C00) if half else ctypes.c_float(1.0)
+        rotation = BufferRotation(
+            lambda _i, n=v.global_size: dpm.MemoryUSMDevice(n * 4, queue=queue),
+            settings.n_buf, v.global_size * 4,
+        )
+        stats = bench(
+            lambda out, v=v, kernel=kernel, seed=seed: [
+                queue.submit(kernel, [out, seed], [v.global_size], [v.local_size])
+            ],
+            rotation, settings,
+        )
+        flops = v.global_size * iters * v.chains * v.vec * 2.0
+        best = max(best, flops / stats.median)
+    return best
+
+
+def _copy_bandwidth(queue: dpctl.SyclQueue, settings: BenchSettings) -> float:
+    built = build_program(queue, "ceiling_copy.cpp", ["xe2t_ceiling_copy"], {"VEC": COPY_VEC})
+    kernel = built.kernels["xe2t_ceiling_copy"]
+    n_vec = COPY_BYTES // 4 // COPY_VEC
+
+    def allocate(_i: int) -> tuple[dpm.MemoryUSMDevice, dpm.MemoryUSMDevice]:
+        src = dpm.MemoryUSMDevice(COPY_BYTES, queue=queue)
+        src.memset(1)
+        return dpm.MemoryUSMDevice(COPY_BYTES, queue=queue), src
+
+    rotation = BufferRotation(allocate, settings.n_buf, 2 * COPY_BYTES)
+    best = 0.0
+    for global_size, local_size in COPY_SHAPES:
+        stats = bench(
+            lambda bufs, g=global_size, lo=local_size: [
+                queue.submit(kernel, [bufs[0], bufs[1], ctypes.c_long(n_vec)], [g], [lo])
+            ],
+            rotation, settings,
+        )
+        best = max(best, 2.0 * COPY_BYTES / stats.median)
+    return best
+
+
+def measure_ceilings(queue: dpctl.SyclQueue, settings: BenchSettings | None = None) -> Ceilings:
+    """Run both microkernels on the queue's device.
+
+    Raises:
+        KernelCompileError: if a microkernel fails to build on this device.
+    """
+    settings = settings or BenchSettings(warmup=5, iterations=30, time_budget_s=1.0)
+    return Ceilings(
+        fma_fp32=_fma_flops(queue, False, settings),
+        fma_fp16=_fma_flops(queue, True, settings),
+        copy_bandwidth=_copy_bandwidth(queue, settings),
+    )

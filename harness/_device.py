@@ -1,0 +1,120 @@
+"""Device discovery and selection through dpctl: in-order profiling queues on a SYCL device."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import cache
+
+import dpctl
+from xe2tune.kernels import DeviceCaps
+
+from xe2tune.config import device_filter
+from xe2tune.errors import DeviceError
+
+DEFAULT_FALLBACK_FILTER = "opencl:cpu"
+_NO_RUNTIME_HINT = (
+    "no SYCL device found; install a runtime: `pip install intel-opencl-rt` for the CPU, or "
+    "Intel's GPU driver (Level Zero / OpenCL) for an Arc or Xe GPU"
+)
+
+
+@dataclass(frozen=True)
+class DeviceListing:
+    """One device as ``xe2tune devices`` shows it."""
+
+    filter_string: str
+    caps: DeviceCaps
+    driver_version: str
+    global_mem_cache_bytes: int
+
+
+def _filter_string(device: dpctl.SyclDevice) -> str:
+    backend = device.backend.name
+    kind = device.device_type.name
+    index = [d for d in dpctl.get_devices(backend=backend, device_type=kind)].index(device)
+    return f"{backend}:{kind}:{index}"
+
+
+def device_caps(device: dpctl.SyclDevice) -> DeviceCaps:
+    """The limits kernel families validate configs against."""
+    return DeviceCaps(
+        name=device.name,
+        backend=device.backend.name,
+        device_type=device.device_type.name,
+        max_work_group_size=int(device.max_work_group_size),
+        sub_group_sizes=tuple(int(s) for s in device.sub_group_sizes),
+        local_mem_bytes=int(device.local_mem_size),
+        compute_units=int(device.max_compute_units),
+        global_mem_bytes=int(device.global_mem_size),
+        has_fp16=bool(device.has_aspect_fp16),
+        has_bf16=True,
+        has_matrix_engine=_has_matrix_engine(device),
+    )
+
+
+def _has_matrix_engine(device: dpctl.SyclDevice) -> bool:
+    # dpctl 0.22 exposes no "ext_intel_matrix" aspect; Intel GPUs of the Xe-HPG/Xe2 generations
+    # have XMX, the CPU runtime does not.
+    return device.device_type.name == "gpu" and "Intel" in device.vendor
+
+
+def list_devices() -> list[DeviceListing]:
+    """Every SYCL device the runtime sees (empty when no runtime is installed)."""
+    try:
+        devices = dpctl.get_devices()
+    except (dpctl.SyclDeviceCreationError, ValueError):
+        return []
+    return [
+        DeviceListing(
+            filter_string=_filter_string(d),
+            caps=device_caps(d),
+            driver_version=d.driver_version,
+            global_mem_cache_bytes=int(d.global_mem_cache_size),
+        )
+        for d in devices
+    ]
+
+
+def resolve_device(filter_string: str | None = None) -> dpctl.SyclDevice:
+    """The device for a SYCL filter string, ``XE2TUNE_DEVICE``, or the default.
+
+    The default is the first GPU if any, else ``opencl:cpu``.
+
+    Raises:
+        DeviceError: no device at all (with how to install a runtime), or a filter matching none
+            (listing the devices that exist).
+    """
+    listings = list_devices()
+    if not listings:
+        raise DeviceError(_NO_RUNTIME_HINT)
+    chosen = filter_string or device_filter()
+    if chosen is None:
+        gpus = [d for d in dpctl.get_devices() if d.device_type.name == "gpu"]
+        return gpus[0] if gpus else _by_filter(DEFAULT_FALLBACK_FILTER, listings)
+    return _by_filter(chosen, listings)
+
+
+def _by_filter(filter_string: str, listings: list[DeviceListing]) -> dpctl.SyclDevice:
+    try:
+        return dpctl.SyclDevice(filter_string)
+    except (dpctl.SyclDeviceCreationError, ValueError, TypeError):
+        known = ", ".join(f"{d.filter_string} ({d.caps.name})" for d in listings)
+        raise DeviceError(
+            f"no SYCL device matches {filter_string!r}; devices here: {known}"
+        ) from None
+
+
+@cache
+def _queue_for(device_key: str) -> dpctl.SyclQueue:
+    return dpctl.SyclQueue(
+        dpctl.SyclDevice(device_key), property=["in_order", "enable_profiling"]
+    )
+
+
+def open_queue(filter_string: str | None = None) -> dpctl.SyclQueue:
+    """An in-order queue with event profiling on the chosen device (one per device, reused).
+
+    Raises:
+        DeviceError: as :func:`resolve_device`.
+    """
+    return _queue_for(_filter_string(resolve_device(filter_string)))

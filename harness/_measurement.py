@@ -1,0 +1,160 @@
+"""What one measurement of one config produces: timing statistics, roofline figures, checks."""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class TimingStats:
+    """Statistics over per-launch device times (seconds), plus the harness's own cost.
+
+    ``samples`` keeps every timed launch so nothing is lost to a summary; ``host_overhead_s`` is
+    wall time per launch minus device time per launch (submission, rotation, profiling reads).
+    """
+
+    samples: tuple[float, ...]
+    warmup: int
+    iterations: int
+    n_buf: int
+    host_overhead_s: float
+
+    @classmethod
+    def from_samples(
+        cls, samples: Sequence[float], *, warmup: int, n_buf: int, host_overhead_s: float
+    ) -> TimingStats:
+        if not samples:
+            raise ValueError("no timed samples")
+        return cls(tuple(float(s) for s in samples), warmup, len(samples), n_buf,
+                   host_overhead_s)
+
+    @property
+    def median(self) -> float:
+        return float(np.median(self.samples))
+
+    @property
+    def mean(self) -> float:
+        return float(np.mean(self.samples))
+
+    @property
+    def min(self) -> float:
+        return float(np.min(self.samples))
+
+    @property
+    def max(self) -> float:
+        return float(np.max(self.samples))
+
+    @property
+    def p10(self) -> float:
+        return float(np.percentile(self.samples, 10))
+
+    @property
+    def p90(self) -> float:
+        return float(np.percentile(self.samples, 90))
+
+    @property
+    def cv(self) -> float:
+        """Coefficient of variation (population std / mean)."""
+        mean = self.mean
+        return float(np.std(self.samples) / mean) if mean > 0 else math.nan
+
+    def summary(self) -> dict[str, float | int]:
+        """Every statistic, seconds, without the raw samples."""
+        return {
+            "median_s": self.median, "mean_s": self.mean, "min_s": self.min, "max_s": self.max,
+            "p10_s": self.p10, "p90_s": self.p90, "cv": self.cv, "warmup": self.warmup,
+            "iterations": self.iterations, "n_buf": self.n_buf,
+            "host_overhead_s": self.host_overhead_s,
+        }
+
+
+@dataclass(frozen=True)
+class CorrectnessReport:
+    """Output vs the float64 reference: NaN/Inf first, then errors against thresholds."""
+
+    nonfinite: int
+    max_abs_error: float
+    rel_l2_error: float
+    atol: float
+    rtol_l2: float
+
+    @property
+    def passed(self) -> bool:
+        return (self.nonfinite == 0 and self.max_abs_error <= self.atol
+                and self.rel_l2_error <= self.rtol_l2)
+
+
+@dataclass(frozen=True)
+class RooflineFigures:
+    """Work and achieved rates of one timed config against the device's peaks."""
+
+    flops: float
+    bytes: float
+    arithmetic_intensity: float
+    achieved_flops: float  # FLOP/s at the median time
+    achieved_bandwidth: float  # B/s at the median time
+    peak_flops: float
+    peak_bandwidth: float
+    attainable_flops: float  # min(peak_flops, AI * peak_bandwidth)
+    roofline_fraction: float  # achieved_flops / attainable_flops
+    peak_source: str  # "catalog" or "measured"
+
+    @property
+    def tflops(self) -> float:
+        return self.achieved_flops / 1e12
+
+    @property
+    def gbps(self) -> float:
+        return self.achieved_bandwidth / 1e9
+
+
+class TrialStatus(str, enum.Enum):
+    """How a trial ended. Only OK trials can ever be "best"."""
+
+    OK = "ok"
+    INVALID = "invalid"  # rejected by the family's validator, never built
+    COMPILE_ERROR = "compile_error"
+    LAUNCH_ERROR = "launch_error"
+    WRONG_RESULT = "wrong_result"
+    TIMEOUT = "timeout"
+
+
+@dataclass(frozen=True)
+class TrialResult:
+    """One config measured (or failed) on one problem: what the harness hands to the store."""
+
+    status: TrialStatus
+    config: dict[str, Any]
+    config_hash: str
+    build_s: float = 0.0
+    verify_s: float = 0.0
+    bench_s: float = 0.0
+    timing: TimingStats | None = None
+    correctness: CorrectnessReport | None = None
+    roofline: RooflineFigures | None = None
+    error: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def objective(self) -> float:
+        """Median seconds for OK trials, +inf otherwise (resource failures score as inf)."""
+        return self.timing.median if self.status is TrialStatus.OK and self.timing else math.inf
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form (samples included)."""
+        out = asdict(self)
+        out["status"] = self.status.value
+        if self.timing is not None:
+            out["timing"].update(self.timing.summary())
+        if self.correctness is not None:
+            out["correctness"]["passed"] = self.correctness.passed
+        if self.roofline is not None:
+            out["roofline"]["tflops"] = self.roofline.tflops
+            out["roofline"]["gbps"] = self.roofline.gbps
+        return out

@@ -1,0 +1,113 @@
+"""The decode family: two-phase split-KV attention for q_len 1..16 (kernels/sdpa_decode.cpp)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from xe2tune.kernels._config import LauncherConfig
+from xe2tune.kernels._device_caps import DeviceCaps
+from xe2tune.kernels._family import KernelLaunch, LaunchPlan
+from xe2tune.kernels._problem import ProblemSpec
+from xe2tune.kernels._sdpa_family import SdpaFamilyBase
+
+# Measured on the opencl:cpu device (2 cores, AVX2), hd128 fp16 32/8 heads kv 4096: see
+# benchmarks/kernel_defaults.py. ``bq`` and ``rows_per_item`` are then fitted to the problem's
+# rows (q_len x GQA group) so a single query row does not compute padding rows. Later entries are
+# fallbacks.
+DEFAULT_PARAMS: tuple[dict[str, Any], ...] = (
+    {"bq": 4, "bk": 64, "bd": 32, "bv": 16, "stages": 1, "subgroup_size": 8,
+     "rows_per_item": 4, "kv_stage": False, "kv_chunk": 512},
+    {"bq": 4, "bk": 16, "bd": 16, "bv": 16, "stages": 1, "subgroup_size": 8,
+     "rows_per_item": 4, "kv_stage": False, "kv_chunk": 512},
+)
+
+
+class DecodeFamily(SdpaFamilyBase):
+    """Decode: phase 1 per (rows, KV chunk) partials, phase 2 combine.
+
+    Extra knob ``kv_chunk``: keys per split of phase 1 (a multiple of BK), a run-time argument.
+    """
+
+    name = "sdpa_decode"
+    mode = "decode"
+    source_file = "sdpa_decode.cpp"
+    kernel_names = ("xe2t_sdpa_decode_split", "xe2t_sdpa_decode_combine")
+    extra_knobs = ("kv_chunk",)
+
+    def parameter_space(self, problem: ProblemSpec) -> Mapping[str, Sequence[Any]]:
+        """The Cartesian space: parameter name -> candidate values, for this problem.
+
+        Raises:
+            InvalidProblem: if the problem is not a decode problem.
+        """
+        self._check_problem(problem)
+        return {
+            "bq": (1, 2, 4, 8, 16, 32, 64, 128),
+            "bk": (8, 16, 32, 64),
+            "bd": (8, 16, 32, 64),
+            "bv": (8, 16, 32, 64),
+            "stages": (0, 1, 2, 3),
+            "subgroup_size": (4, 8, 16),
+            "rows_per_item": (1, 2, 4, 8),
+            "kv_stage": (False, True),
+            "kv_chunk": (128, 256, 512, 1024, 2048),
+        }
+
+    def _extra_reason(
+        self, params: Mapping[str, Any], problem: ProblemSpec, caps: DeviceCaps
+    ) -> str | None:
+        if params["kv_chunk"] < 1 or params["kv_chunk"] % params["bk"]:
+            return f"kv_chunk {params['kv_chunk']} must be a positive multiple of BK {params['bk']}"
+        return None
+
+    def default_config(self, problem: ProblemSpec, caps: DeviceCaps) -> LauncherConfig:
+        """The measured default, or the first valid fallback on other devices.
+
+        Raises:
+            InvalidProblem: if no config of the family fits the problem on this device.
+        """
+        self._check_problem(problem)
+        rows = problem.q_len * problem.group_size
+        tm = min(4, 1 << (rows - 1).bit_length())
+        bq = max(tm, min(64, 1 << (rows - 1).bit_length()))
+        fitted = [{**params, "bq": bq, "rows_per_item": tm} for params in DEFAULT_PARAMS]
+        return self._first_valid(fitted, problem, caps)
+
+    def plan(
+        self, config: LauncherConfig, problem: ProblemSpec, caps: DeviceCaps, *,
+        scale: float | None = None,
+    ) -> LaunchPlan:
+        """Two launches: split over (batch * heads_kv, row_tiles * chunks * NT), local (1, NT);
+        combine over (batch * heads_kv, rows), local (1, 1).
+
+        Raises:
+            InvalidConfig: if the config is invalid (with the reason).
+        """
+        self.require_valid(config, problem, caps)
+        kv_chunk = int(config.knob("kv_chunk"))
+        nt = config.subgroup_layout[0]
+        rows = problem.q_len * problem.group_size
+        row_tiles = -(-rows // config.bq)
+        chunks = -(-problem.kv_len // kv_chunk)
+        heads = problem.batch * problem.heads_kv
+        shape = (problem.q_len, problem.kv_len, problem.heads_q, problem.heads_kv)
+        split = KernelLaunch(
+            kernel=self.kernel_names[0],
+            args=("q", "k", "v", "part_o", "part_ml", *shape, self.qscale(problem, scale),
+                  int(problem.causal), kv_chunk),
+            arg_types=("buffer",) * 5 + ("int",) * 4 + ("float", "int", "int"),
+            global_size=(heads, row_tiles * chunks * nt),
+            local_size=(1, nt),
+        )
+        combine = KernelLaunch(
+            kernel=self.kernel_names[1],
+            args=("part_o", "part_ml", "o", *shape, kv_chunk),
+            arg_types=("buffer",) * 3 + ("int",) * 5,
+            global_size=(heads, rows),
+            local_size=(1, 1),
+        )
+        partials = heads * chunks * rows
+        scratch = {"part_o": 4 * partials * problem.head_dim_v, "part_ml": 8 * partials}
+        return LaunchPlan(self.source_file, self.kernel_names, self.defines(config, problem),
+                          (split, combine), scratch)

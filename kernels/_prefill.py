@@ -1,0 +1,82 @@
+"""The prefill family: flash-attention forward over the whole KV range (sdpa_prefill.cpp)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from xe2tune.kernels._config import LauncherConfig
+from xe2tune.kernels._device_caps import DeviceCaps
+from xe2tune.kernels._family import KernelLaunch, LaunchPlan
+from xe2tune.kernels._problem import ProblemSpec
+from xe2tune.kernels._sdpa_family import SdpaFamilyBase
+
+# Measured on the opencl:cpu device (2 cores, AVX2), hd128 fp16 seq 1024 8 heads: see
+# benchmarks/kernel_defaults.py. Later entries are fallbacks for devices or head dims where the
+# first is invalid.
+DEFAULT_PARAMS: tuple[dict[str, Any], ...] = (
+    {"bq": 64, "bk": 16, "bd": 16, "bv": 16, "stages": 1, "subgroup_size": 8,
+     "rows_per_item": 8, "kv_stage": True},
+    {"bq": 32, "bk": 16, "bd": 16, "bv": 16, "stages": 1, "subgroup_size": 8,
+     "rows_per_item": 4, "kv_stage": False},
+)
+
+
+class PrefillFamily(SdpaFamilyBase):
+    """Prefill: one work-group per BQ rows (query positions x GQA group heads) per KV head."""
+
+    name = "sdpa_prefill"
+    mode = "prefill"
+    source_file = "sdpa_prefill.cpp"
+    kernel_names = ("xe2t_sdpa_prefill",)
+
+    def parameter_space(self, problem: ProblemSpec) -> Mapping[str, Sequence[Any]]:
+        """The Cartesian space: parameter name -> candidate values, for this problem.
+
+        Raises:
+            InvalidProblem: if the problem is not a prefill problem.
+        """
+        self._check_problem(problem)
+        return {
+            "bq": (8, 16, 32, 64, 128),
+            "bk": (8, 16, 32, 64),
+            "bd": (8, 16, 32, 64),
+            "bv": (8, 16, 32, 64),
+            "stages": (0, 1, 2, 3),
+            "subgroup_size": (4, 8, 16),
+            "rows_per_item": (1, 2, 4, 8),
+            "kv_stage": (False, True),
+        }
+
+    def default_config(self, problem: ProblemSpec, caps: DeviceCaps) -> LauncherConfig:
+        """The measured default, or the first valid fallback on other devices.
+
+        Raises:
+            InvalidProblem: if no config of the family fits the problem on this device.
+        """
+        self._check_problem(problem)
+        return self._first_valid(DEFAULT_PARAMS, problem, caps)
+
+    def plan(
+        self, config: LauncherConfig, problem: ProblemSpec, caps: DeviceCaps, *,
+        scale: float | None = None,
+    ) -> LaunchPlan:
+        """One launch: global (batch * heads_kv, row_tiles * NT), local (1, NT).
+
+        Raises:
+            InvalidConfig: if the config is invalid (with the reason).
+        """
+        self.require_valid(config, problem, caps)
+        nt = config.subgroup_layout[0]
+        rows = problem.q_len * problem.group_size
+        row_tiles = -(-rows // config.bq)
+        launch = KernelLaunch(
+            kernel=self.kernel_names[0],
+            args=("q", "k", "v", "o", problem.q_len, problem.kv_len, problem.heads_q,
+                  problem.heads_kv, self.qscale(problem, scale), int(problem.causal)),
+            arg_types=("buffer",) * 4 + ("int",) * 4 + ("float", "int"),
+            global_size=(problem.batch * problem.heads_kv, row_tiles * nt),
+            local_size=(1, nt),
+        )
+        return LaunchPlan(self.source_file, self.kernel_names, self.defines(config, problem),
+                          (launch,), {})

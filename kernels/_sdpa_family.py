@@ -1,0 +1,239 @@
+"""What the prefill and decode families share: one mainloop, so one parameter vocabulary.
+
+Parameters (the tuner's names) and where each lands in a LauncherConfig and in the C++:
+
+======================  ==========================  ==========  =================================
+parameter               LauncherConfig              define      meaning
+======================  ==========================  ==========  =================================
+``bq``                  shape_qk[0], shape_pv[0]    BQ          rows of a work-group's Q tile
+``bk``                  shape_qk[1], shape_pv[2]    BK          keys per K/V block
+``bd``                  shape_qk[2]                 BD          head-dim slice of the QK product
+``bv``                  shape_pv[1]                 BV          V/O split width (VTILES = Dv/BV)
+``stages``              stages                      STAGES      K/V blocks prefetched ahead
+``subgroup_size``       subgroup_size               SG_SIZE     vector lanes of a tile register
+``rows_per_item``       knob, subgroup_layout       TM          rows of one work-item's micro-tile
+``kv_stage``            knob                        KV_STAGE    stage K^T/V in local memory
+======================  ==========================  ==========  =================================
+
+A row is one (query position, query head of the GQA group) pair, so ``subgroup_layout`` is
+(BQ / TM, 1): BQ / TM work-items along Q, one along K.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from xe2tune.kernels._config import LauncherConfig
+from xe2tune.kernels._device_caps import DeviceCaps
+from xe2tune.kernels._problem import ProblemSpec
+
+from xe2tune.errors import InvalidConfig, InvalidProblem
+
+DTYPE_CODES = {"fp32": 0, "fp16": 1, "bf16": 2}
+VECTOR_WIDTHS = (4, 8, 16)  # sycl::vec sizes the tile ops accept (static_assert in C++)
+LOG2E = math.log2(math.e)
+
+COMMON_PARAMS = ("bq", "bk", "bd", "bv", "stages", "subgroup_size", "rows_per_item", "kv_stage")
+COMMON_KNOBS = ("kv_stage", "rows_per_item")
+
+
+class SdpaFamilyBase:
+    """Space, validation and config mapping of the shared SDPA mainloop.
+
+    Subclasses set ``name``, ``mode``, ``source_file``, ``kernel_names``, ``extra_knobs`` and
+    implement ``parameter_space``, ``default_config`` and ``_launches``. All methods are pure
+    and thread-safe; returned objects are new and owned by the caller.
+    """
+
+    name: str
+    mode: str
+    source_file: str
+    kernel_names: tuple[str, ...]
+    extra_knobs: tuple[str, ...] = ()
+
+    # --- the space -------------------------------------------------------------------------
+    def parameter_space(self, problem: ProblemSpec) -> Mapping[str, Sequence[Any]]:
+        """The Cartesian space: parameter name -> candidate values, for this problem.
+
+        Raises:
+            InvalidProblem: if the family cannot serve this problem at all.
+        """
+        raise NotImplementedError
+
+    def _check_problem(self, problem: ProblemSpec) -> None:
+        if problem.mode != self.mode:
+            raise InvalidProblem(
+                f"family {self.name} serves mode {self.mode}, the problem is {problem.mode}"
+            )
+
+    def config_from_params(
+        self, problem: ProblemSpec, params: Mapping[str, Any]
+    ) -> LauncherConfig:
+        """Turn one point of :meth:`parameter_space` into a LauncherConfig.
+
+        Raises:
+            InvalidConfig: if a parameter is missing, unknown or of the wrong kind.
+        """
+        names = COMMON_PARAMS + self.extra_knobs
+        missing = [n for n in names if n not in params]
+        unknown = sorted(set(params) - set(names))
+        if missing or unknown:
+            raise InvalidConfig(
+                f"{self.name} parameters: missing {missing or 'none'}, unknown {unknown or 'none'}"
+                f"; accepted: {', '.join(names)}"
+            )
+        try:
+            ints = {n: int(params[n]) for n in names if n != "kv_stage"}
+        except (TypeError, ValueError) as exc:
+            raise InvalidConfig(f"{self.name} parameters must be integers: {exc}") from exc
+        if not isinstance(params["kv_stage"], (bool, int)):
+            raise InvalidConfig("kv_stage must be a boolean")
+        bq, tm = ints["bq"], ints["rows_per_item"]
+        knobs = [("rows_per_item", tm), ("kv_stage", bool(params["kv_stage"]))]
+        knobs += [(n, ints[n]) for n in self.extra_knobs]
+        return LauncherConfig(
+            shape_qk=(bq, ints["bk"], ints["bd"]),
+            shape_pv=(bq, ints["bv"], ints["bk"]),
+            shape_out=(bq, problem.head_dim_v),
+            subgroup_layout=(bq // tm if tm > 0 else 0, 1),
+            stages=ints["stages"],
+            subgroup_size=ints["subgroup_size"],
+            knobs=tuple(knobs),
+        )
+
+    def params_from_config(self, config: LauncherConfig) -> dict[str, Any]:
+        """Inverse of :meth:`config_from_params`.
+
+        Raises:
+            InvalidConfig: if the config lacks a knob of this family or has one it does not know.
+        """
+        knobs = dict(config.knobs)
+        expected = set(COMMON_KNOBS + self.extra_knobs)
+        if set(knobs) != expected:
+            raise InvalidConfig(
+                f"{self.name} configs take the knobs {', '.join(sorted(expected))}; got "
+                f"{', '.join(sorted(knobs)) or 'none'}"
+            )
+        params: dict[str, Any] = {
+            "bq": config.bq, "bk": config.bk, "bd": config.bd, "bv": config.bv,
+            "stages": config.stages, "subgroup_size": config.subgroup_size,
+            "rows_per_item": int(knobs["rows_per_item"]), "kv_stage": bool(knobs["kv_stage"]),
+        }
+        params.update({n: int(knobs[n]) for n in self.extra_knobs})
+        return params
+
+    # --- validation ------------------------------------------------------------------------
+    def invalid_reason(
+        self, config: LauncherConfig, problem: ProblemSpec, caps: DeviceCaps
+    ) -> str | None:
+        """None if the config can run, else why not (mirrors the kernel's static_asserts).
+
+        Raises:
+            Nothing: every failure is a reason string.
+        """
+        if problem.mode != self.mode:
+            return f"family {self.name} serves mode {self.mode}, the problem is {problem.mode}"
+        try:
+            p = self.params_from_config(config)
+        except InvalidConfig as exc:
+            return exc.reason
+        d, dv = problem.head_dim, problem.head_dim_v
+        bq, bk, bd, bv, w, tm = (p["bq"], p["bk"], p["bd"], p["bv"], p["subgroup_size"],
+                                 p["rows_per_item"])
+        if min(bq, bk, bd, bv, w, tm) < 1:
+            return "tile sizes, subgroup_size and rows_per_item must be >= 1"
+        if config.shape_pv != (bq, bv, bk):
+            return f"shape_pv must be (BQ, BV, BK) = ({bq}, {bv}, {bk}), got {config.shape_pv}"
+        if config.shape_out != (bq, dv):
+            return f"shape_out must be (BQ, Dv) = ({bq}, {dv}), got {config.shape_out}"
+        checks = (
+            (w in VECTOR_WIDTHS, f"subgroup_size {w} is not a vector width of the tile ops "
+                                 f"({', '.join(map(str, VECTOR_WIDTHS))})"),
+            (w in caps.sub_group_sizes, f"subgroup_size {w} is not supported by the device "
+                                        f"({', '.join(map(str, caps.sub_group_sizes))})"),
+            (d % bd == 0, f"BD {bd} must divide the head dim {d}"),
+            (bd % w == 0, f"subgroup_size {w} must divide BD {bd}"),
+            (bk % w == 0, f"subgroup_size {w} must divide BK {bk}"),
+            (bv % w == 0, f"subgroup_size {w} must divide BV {bv}"),
+            (dv % bv == 0, f"BV {bv} must divide the V head dim {dv} (VTILES = Dv / BV)"),
+            (bq % tm == 0, f"rows_per_item {tm} must divide BQ {bq}"),
+            (config.stages >= 0, f"stages must be >= 0, got {config.stages}"),
+        )
+        for ok, reason in checks:
+            if not ok:
+                return reason
+        if config.subgroup_layout != (bq // tm, 1):
+            return (f"subgroup_layout must be (BQ / rows_per_item, 1) = ({bq // tm}, 1), got "
+                    f"{config.subgroup_layout}")
+        if bq // tm > caps.max_work_group_size:
+            return (f"work-group of {bq // tm} work-items exceeds the device maximum "
+                    f"{caps.max_work_group_size}")
+        local = self.local_bytes(p, problem)
+        if local > caps.local_mem_bytes:
+            return f"local memory {local} B exceeds the device's {caps.local_mem_bytes} B"
+        if problem.dtype == "fp16" and not caps.has_fp16:
+            return "the device has no fp16 support"
+        if problem.dtype == "bf16" and not caps.has_bf16:
+            return "the device has no bf16 support"
+        return self._extra_reason(p, problem, caps)
+
+    def _extra_reason(
+        self, params: Mapping[str, Any], problem: ProblemSpec, caps: DeviceCaps
+    ) -> str | None:
+        return None
+
+    @staticmethod
+    def local_bytes(params: Mapping[str, Any], problem: ProblemSpec) -> int:
+        """Work-group local memory: fp32 K^T and V blocks when staged (LOCAL_FLOATS in C++)."""
+        if not params["kv_stage"]:
+            return 4
+        return 4 * params["bk"] * (problem.head_dim + problem.head_dim_v)
+
+    def valid_configs(self, problem: ProblemSpec, caps: DeviceCaps) -> Iterator[LauncherConfig]:
+        """Every config of the space that :meth:`invalid_reason` accepts.
+
+        Raises:
+            InvalidProblem: if the family cannot serve this problem at all.
+        """
+        space = self.parameter_space(problem)
+        names = list(space)
+        for values in itertools.product(*(space[n] for n in names)):
+            config = self.config_from_params(problem, dict(zip(names, values, strict=True)))
+            if self.invalid_reason(config, problem, caps) is None:
+                yield config
+
+    def _first_valid(
+        self, candidates: Sequence[Mapping[str, Any]], problem: ProblemSpec, caps: DeviceCaps
+    ) -> LauncherConfig:
+        for params in candidates:
+            config = self.config_from_params(problem, params)
+            if self.invalid_reason(config, problem, caps) is None:
+                return config
+        for config in self.valid_configs(problem, caps):
+            return config
+        raise InvalidProblem(f"no {self.name} config fits {problem.key()} on {caps.name}")
+
+    # --- build and launch ------------------------------------------------------------------
+    def defines(self, config: LauncherConfig, problem: ProblemSpec) -> dict[str, int]:
+        """The compile-time parameters of one build (become -DXE2T_<NAME>=value)."""
+        p = self.params_from_config(config)
+        return {
+            "D": problem.head_dim, "DTYPE": DTYPE_CODES[problem.dtype], "BQ": p["bq"],
+            "BK": p["bk"], "BD": p["bd"], "BV": p["bv"], "VTILES": config.vtiles,
+            "STAGES": config.stages, "SG_SIZE": p["subgroup_size"], "TM": p["rows_per_item"],
+            "KV_STAGE": int(p["kv_stage"]),
+        }
+
+    @staticmethod
+    def qscale(problem: ProblemSpec, scale: float | None) -> float:
+        """Softmax scale times log2(e): the kernels pre-scale Q and use exp2."""
+        return (problem.scale if scale is None else float(scale)) * LOG2E
+
+    def require_valid(self, config: LauncherConfig, problem: ProblemSpec, caps: DeviceCaps) -> None:
+        """Raise InvalidConfig with the reason unless the config can run."""
+        reason = self.invalid_reason(config, problem, caps)
+        if reason is not None:
+            raise InvalidConfig(reason)

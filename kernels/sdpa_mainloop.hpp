@@ -1,0 +1,291 @@
+// The SDPA forward mainloop shared by the prefill and decode kernels (seed 000 structure):
+// for each K block: S [BQ, BK] = Q [BQ, D] x K^T in BD slices -> mask -> online softmax (exp2,
+// Q pre-scaled by scale * log2(e)) -> O [BQ, Dv] += P x V in VTILES splits of BV columns; the
+// global K/V rows of block kb + STAGES are prefetched while block kb is computed. The attention
+// matrix is never materialized.
+//
+// Rows: the GQA group of one KV head is packed into the row dimension, row R = q * G + g for
+// query position q and query head hkv * G + g, so a work-group reads each K/V block once for
+// all G query heads. A work-group owns BQ rows; each of its NT = BQ / TM work-items owns TM rows
+// (a register micro-tile of S [TM, BK] and O [TM, BV] per V split).
+//
+// KV_STAGE picks the tile layout: 1 = K^T and V blocks are copied (as fp32) into work-group
+// local memory and S is built as outer products with lanes spanning keys; 0 = each work-item
+// reads K and V in place and S is built as dot products with lanes spanning head dims.
+#pragma once
+
+#include "sdpa_tile_ops.hpp"
+
+namespace xe2t {
+
+// Run-time shape of one (batch, KV head) slice.
+struct Geometry {
+  int q_len;
+  int kv_len;
+  int heads_q;
+  int heads_kv;
+  int group;      // heads_q / heads_kv
+  int causal;     // 1: bottom-right aligned causal mask
+  float qscale;   // softmax scale * log2(e)
+
+  int rows() const { return q_len * group; }
+  // Last key row R may see (bottom-right causal: query q sees keys 0 .. q + kv_len - q_len).
+  int last_key(int row) const {
+    return causal ? row / group + kv_len - q_len : kv_len - 1;
+  }
+};
+
+template <class T, int D, int BQ, int BK, int BD, int BV, int STAGES, int W, int TM, int KV_STAGE>
+struct SdpaMainloop {
+  static constexpr int DV = D;
+  static constexpr int VTILES = DV / BV;
+  static constexpr int NT = BQ / TM;
+  static constexpr int NVK = BK / W;  // vectors per S row
+  static constexpr int NVV = BV / W;  // vectors per O split row
+  // Keys per dot-product register tile when K is read in place (TM x KC vector accumulators).
+  static constexpr int KC = (BK % 4 == 0 && TM * 4 <= 12) ? 4 : (BK % 2 == 0 && TM * 2 <= 12) ? 2 : 1;
+  static constexpr int LOCAL_FLOATS = KV_STAGE ? D * BK + BK * DV : 1;
+
+  static_assert(D % BD == 0, "BD must divide the head dim");
+  static_assert(BD % W == 0, "SG_SIZE must divide BD");
+  static_assert(BK % W == 0, "SG_SIZE must divide BK");
+  static_assert(BV % W == 0, "SG_SIZE must divide BV");
+  static_assert(DV % BV == 0, "BV must divide the V head dim (VTILES = Dv / BV)");
+  static_assert(BQ % TM == 0, "rows per work-item (TM) must divide BQ");
+  static_assert(STAGES >= 0, "STAGES is a prefetch distance >= 0");
+  static_assert(KV_STAGE == 0 || KV_STAGE == 1, "KV_STAGE is 0 or 1");
+
+  using Ops = VecTileOps<W>;
+  using vec = typename Ops::vec;
+
+  // One past the last K block any row up to last_row may see (0 when none sees a key).
+  static int block_end(const Geometry &g, int last_row) {
+    const int nkb = (g.kv_len + BK - 1) / BK;
+    const int last = sycl::min(g.last_key(last_row), g.kv_len - 1);
+    return last < 0 ? 0 : sycl::min(nkb, last / BK + 1);
+  }
+
+  // Pointers to the (batch, KV head) slice: Q row R and key j.
+  struct Slice {
+    const T *q;  // Q[b, 0, hkv * G, 0]
+    const T *k;  // K[b, 0, hkv, 0]
+    const T *v;  // V[b, 0, hkv, 0]
+    const Geometry *g;
+
+    const T *q_row(int row) const {
+      return q + (static_cast<size_t>(row / g->group) * g->heads_q + row % g->group) * D;
+    }
+    // Keys past the end are clamped to the last one: always a valid read, always masked.
+    const T *k_row(int key) const {
+      return k + static_cast<size_t>(sycl::min(key, g->kv_len - 1)) * g->heads_kv * D;
+    }
+    const T *v_row(int key) const {
+      return v + static_cast<size_t>(sycl::min(key, g->kv_len - 1)) * g->heads_kv * D;
+    }
+  };
+
+  // Per-work-item state: the TM rows' unnormalized O, running max (log2 domain) and sum.
+  struct State {
+    alignas(64) float o[TM][DV];
+    float m[TM];
+    float l[TM];
+  };
+
+  static void prefetch_block(const Slice &s, int kb, int t) {
+    for (int j = t; j < BK; j += NT) {
+      const int key = kb * BK + j;
+      if (key < s.g->kv_len) {
+        sycl::ext::oneapi::experimental::prefetch(s.k_row(key), D * sizeof(T));
+        sycl::ext::oneapi::experimental::prefetch(s.v_row(key), DV * sizeof(T));
+      }
+    }
+  }
+
+  // Copy K block kb transposed ([D][BK]) and V block ([BK][DV]) into local memory as fp32.
+  static void stage(const Slice &s, int kb, int t, float *local) {
+    float *kt = local;
+    float *vl = local + D * BK;
+    for (int j = t; j < BK; j += NT) {
+      const T *kr = s.k_row(kb * BK + j);
+      const T *vr = s.v_row(kb * BK + j);
+      for (int d = 0; d < D; d += W) {
+        const vec kx = Ops::load(kr + d);
+#pragma unroll
+        for (int w = 0; w < W; ++w) kt[(d + w) * BK + j] = kx[w];
+        Ops::store(vl + j * DV + d, Ops::load(vr + d));
+      }
+    }
+  }
+
+  // S = Q . K block into p, with lanes spanning keys (K^T staged in local memory).
+  static void scores_staged(float (&p)[TM][BK], const float (&qs)[TM][D], const float *kt) {
+    vec acc[TM][NVK];
+#pragma unroll
+    for (int r = 0; r < TM; ++r)
+#pragma unroll
+      for (int c = 0; c < NVK; ++c) acc[r][c] = vec(0.0f);
+    for (int d0 = 0; d0 < D; d0 += BD) {
+#pragma unroll
+      for (int dd = 0; dd < BD; ++dd) {
+        const int d = d0 + dd;
+        vec kv[NVK];
+#pragma unroll
+        for (int c = 0; c < NVK; ++c) kv[c] = Ops::load(kt + d * BK + c * W);
+        float a[TM];
+#pragma unroll
+        for (int r = 0; r < TM; ++r) a[r] = qs[r][d];
+        Ops::mma_outer(acc, a, kv);
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < TM; ++r)
+#pragma unroll
+      for (int c = 0; c < NVK; ++c) Ops::store(&p[r][c * W], acc[r][c]);
+  }
+
+  // S = Q . K block into p, with lanes spanning head dims (K read in place).
+  static void scores_direct(float (&p)[TM][BK], const float (&qs)[TM][D], const Slice &s,
+                            int key0) {
+    for (int j0 = 0; j0 < BK; j0 += KC) {
+      const T *kr[KC];
+#pragma unroll
+      for (int c = 0; c < KC; ++c) kr[c] = s.k_row(key0 + j0 + c);
+      vec acc[TM][KC];
+#pragma unroll
+      for (int r = 0; r < TM; ++r)
+#pragma unroll
+        for (int c = 0; c < KC; ++c) acc[r][c] = vec(0.0f);
+      for (int d0 = 0; d0 < D; d0 += BD) {
+#pragma unroll
+        for (int dd = 0; dd < BD; dd += W) {
+          vec kv[KC];
+          vec qv[TM];
+#pragma unroll
+          for (int c = 0; c < KC; ++c) kv[c] = Ops::load(kr[c] + d0 + dd);
+#pragma unroll
+          for (int r = 0; r < TM; ++r) qv[r] = Ops::load(&qs[r][d0 + dd]);
+          Ops::mma_dot(acc, qv, kv);
+        }
+      }
+#pragma unroll
+      for (int r = 0; r < TM; ++r)
+#pragma unroll
+        for (int c = 0; c < KC; ++c) p[r][j0 + c] = Ops::reduce_sum(acc[r][c]);
+    }
+  }
+
+  // Sets S to -inf where key > last[r] (causal diagonal blocks and the kv tail).
+  static void mask(float (&p)[TM][BK], const int (&last)[TM], int key0) {
+    sycl::vec<int, W> lane;
+#pragma unroll
+    for (int w = 0; w < W; ++w) lane[w] = w;
+    for (int r = 0; r < TM; ++r)
+      for (int c = 0; c < NVK; ++c) {
+        const sycl::vec<int, W> key = lane + sycl::vec<int, W>(key0 + c * W);
+        Ops::store(&p[r][c * W], sycl::select(Ops::load(&p[r][c * W]), vec(kNegInf),
+                                              key > sycl::vec<int, W>(last[r])));
+      }
+  }
+
+  // Online softmax of the S block in p; leaves P in p and the O rescale factors in alpha.
+  static void softmax(float (&p)[TM][BK], State &st, float (&alpha)[TM]) {
+    for (int r = 0; r < TM; ++r) {
+      vec mx = Ops::load(&p[r][0]);
+      for (int c = 1; c < NVK; ++c) mx = sycl::fmax(mx, Ops::load(&p[r][c * W]));
+      const float m_new = sycl::fmax(st.m[r], Ops::reduce_max(mx));
+      // A row that has seen only masked keys keeps m = -inf; subtract 0 so exp2 gives 0, not NaN.
+      const float m_sub = m_new == kNegInf ? 0.0f : m_new;
+      alpha[r] = sycl::exp2(st.m[r] - m_sub);
+      vec sum(0.0f);
+      for (int c = 0; c < NVK; ++c) {
+        const vec e = Ops::exp2(Ops::load(&p[r][c * W]) - vec(m_sub));
+        sum += e;
+        Ops::store(&p[r][c * W], e);
+      }
+      st.l[r] = st.l[r] * alpha[r] + Ops::reduce_sum(sum);
+      st.m[r] = m_new;
+    }
+  }
+
+  // O[:, vv * BV : (vv + 1) * BV] = alpha * O + P x V, for each of the VTILES splits.
+  static void accumulate_pv(State &st, const float (&alpha)[TM], const float (&p)[TM][BK],
+                            const Slice &s, int key0, const float *vl) {
+#pragma unroll 1
+    for (int vv = 0; vv < VTILES; ++vv) {
+      vec acc[TM][NVV];
+#pragma unroll
+      for (int r = 0; r < TM; ++r)
+#pragma unroll
+        for (int c = 0; c < NVV; ++c)
+          acc[r][c] = Ops::load(&st.o[r][vv * BV + c * W]) * vec(alpha[r]);
+#pragma unroll 4
+      for (int j = 0; j < BK; ++j) {
+        vec vr[NVV];
+        if constexpr (KV_STAGE) {
+#pragma unroll
+          for (int c = 0; c < NVV; ++c) vr[c] = Ops::load(vl + j * DV + vv * BV + c * W);
+        } else {
+          const T *row = s.v_row(key0 + j);
+#pragma unroll
+          for (int c = 0; c < NVV; ++c) vr[c] = Ops::load(row + vv * BV + c * W);
+        }
+        float a[TM];
+#pragma unroll
+        for (int r = 0; r < TM; ++r) a[r] = p[r][j];
+        Ops::mma_outer(acc, a, vr);
+      }
+#pragma unroll
+      for (int r = 0; r < TM; ++r)
+#pragma unroll
+        for (int c = 0; c < NVV; ++c) Ops::store(&st.o[r][vv * BV + c * W], acc[r][c]);
+    }
+  }
+
+  // Processes K blocks [kb0, kb1) for rows row0 .. row0 + TM - 1 of the slice. Every work-item
+  // of the work-group must call this with the same kb0, kb1 (the staged path has barriers).
+  static void run(const Slice &s, int row0, int t, int kb0, int kb1, float *local,
+                  sycl::group<2> wg, State &st) {
+    const Geometry &g = *s.g;
+    alignas(64) float qs[TM][D];
+    int last[TM];
+#pragma unroll
+    for (int r = 0; r < TM; ++r) {
+      const int row = row0 + r;
+      const bool valid = row < g.rows();
+      const T *qr = s.q_row(valid ? row : 0);
+      for (int d = 0; d < D; d += W)
+        Ops::store(&qs[r][d], valid ? Ops::load(qr + d) * vec(g.qscale) : vec(0.0f));
+      last[r] = sycl::min(valid ? g.last_key(row) : g.kv_len - 1, g.kv_len - 1);
+      st.m[r] = kNegInf;
+      st.l[r] = 0.0f;
+      for (int d = 0; d < DV; d += W) Ops::store(&st.o[r][d], vec(0.0f));
+    }
+    if constexpr (STAGES > 0) {
+      for (int kb = kb0; kb < sycl::min(kb0 + STAGES, kb1); ++kb) prefetch_block(s, kb, t);
+    }
+    for (int kb = kb0; kb < kb1; ++kb) {
+      const int key0 = kb * BK;
+      if constexpr (KV_STAGE) {
+        sycl::group_barrier(wg);
+        stage(s, kb, t, local);
+        sycl::group_barrier(wg);
+      }
+      if constexpr (STAGES > 0) {
+        if (kb + STAGES < kb1) prefetch_block(s, kb + STAGES, t);
+      }
+      alignas(64) float p[TM][BK];
+      if constexpr (KV_STAGE) {
+        scores_staged(p, qs, local);
+      } else {
+        scores_direct(p, qs, s, key0);
+      }
+      // Rows are ascending, so last[0] is the tightest limit: only diagonal and tail blocks mask.
+      if (key0 + BK - 1 > last[0]) mask(p, last, key0);
+      float alpha[TM];
+      softmax(p, st, alpha);
+      accumulate_pv(st, alpha, p, s, key0, local + D * BK);
+    }
+  }
+};
+
+}  // namespace xe2t

@@ -1,0 +1,43 @@
+// Flash-attention forward (prefill): one work-group per (BQ rows, batch, KV head); each
+// work-group streams every K/V block its rows may see and writes normalized O.
+// nd-range: global (batch * heads_kv, row_tiles * NT), local (1, NT).
+#include <sycl/sycl.hpp>
+
+#include "sdpa_config.hpp"
+
+namespace syclext = sycl::ext::oneapi;
+namespace syclexp = sycl::ext::oneapi::experimental;
+
+extern "C" SYCL_EXT_ONEAPI_FUNCTION_PROPERTY((syclexp::nd_range_kernel<2>))
+void xe2t_sdpa_prefill(const xe2t_elem *q, const xe2t_elem *k, const xe2t_elem *v, xe2t_elem *o,
+                       int q_len, int kv_len, int heads_q, int heads_kv, float qscale,
+                       int causal) {
+  static syclexp::work_group_static<float[Mainloop::LOCAL_FLOATS]> local;
+  const auto it = syclext::this_work_item::get_nd_item<2>();
+  const int b = static_cast<int>(it.get_group(0)) / heads_kv;
+  const int hkv = static_cast<int>(it.get_group(0)) % heads_kv;
+  const int t = static_cast<int>(it.get_local_id(1));
+  const xe2t::Geometry g{q_len, kv_len, heads_q, heads_kv, heads_q / heads_kv, causal, qscale};
+
+  const size_t q_off = (static_cast<size_t>(b) * q_len * heads_q + hkv * g.group) * XE2T_D;
+  const size_t kv_off = (static_cast<size_t>(b) * kv_len * heads_kv + hkv) * XE2T_D;
+  const Mainloop::Slice slice{q + q_off, k + kv_off, v + kv_off, &g};
+
+  const int tile_row0 = static_cast<int>(it.get_group(1)) * XE2T_BQ;
+  const int row0 = tile_row0 + t * XE2T_TM;
+  const int kb1 = Mainloop::block_end(g, sycl::min(tile_row0 + XE2T_BQ, g.rows()) - 1);
+
+  Mainloop::State st;
+  Mainloop::run(slice, row0, t, 0, kb1, &local[0], it.get_group(), st);
+
+  xe2t_elem *out = o + q_off;
+  for (int r = 0; r < XE2T_TM; ++r) {
+    const int row = row0 + r;
+    if (row >= g.rows()) break;
+    // Rows that see no key at all (causal, q_len > kv_len) have l = 0 and output 0, as FA2.
+    const Mainloop::vec inv(st.l[r] > 0.0f ? 1.0f / st.l[r] : 0.0f);
+    xe2t_elem *dst = out + (static_cast<size_t>(row / g.group) * heads_q + row % g.group) * XE2T_D;
+    for (int d = 0; d < XE2T_D; d += XE2T_SG_SIZE)
+      Mainloop::Ops::store(dst + d, Mainloop::Ops::load(&st.o[r][d]) * inv);
+  }
+}

@@ -1,0 +1,96 @@
+// Per-work-item tile operations of the SDPA mainloop: load a tile, multiply-accumulate,
+// row reduce/broadcast, convert.
+//
+// This is the vector-lane implementation for CPUs (and any device without a matrix engine):
+// a "subgroup" of SG_SIZE lanes is one sycl::vec<float, SG_SIZE> register, whose lanes span keys
+// (S tiles) or head dims (Q, V and O rows). The Intel OpenCL CPU runtime maps such a vec to
+// AVX registers when the kernel does NOT request a subgroup size: requesting one makes it
+// packetize across work-items instead, which measured 2-3x slower on a GEMM micro-kernel.
+// A matrix-engine implementation (joint_matrix / DPAS) provides the same static functions.
+#pragma once
+
+#include <sycl/sycl.hpp>
+
+#include <cstdint>
+#include <limits>
+
+namespace xe2t {
+
+using half_t = sycl::half;
+using bf16_t = sycl::ext::oneapi::bfloat16;
+
+inline constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+
+template <int W>
+struct VecTileOps {
+  static_assert(W == 4 || W == 8 || W == 16, "SG_SIZE (vector lanes) must be 4, 8 or 16");
+  using vec = sycl::vec<float, W>;
+
+  // Load W consecutive elements as fp32; fp16/bf16 data are converted here, once per load.
+  static vec load(const float *p) { return *reinterpret_cast<const vec *>(p); }
+  static vec load(const half_t *p) {
+    return reinterpret_cast<const sycl::vec<half_t, W> *>(p)->template convert<float>();
+  }
+  static vec load(const bf16_t *p) {
+    // bf16 is the upper half of an fp32: widening is an exact shift.
+    const auto bits =
+        reinterpret_cast<const sycl::vec<std::uint16_t, W> *>(p)->template convert<std::uint32_t>();
+    return (bits << 16u).template as<vec>();
+  }
+
+  // Store W fp32 values, converting to the storage type (round to nearest even).
+  static void store(float *p, vec x) { *reinterpret_cast<vec *>(p) = x; }
+  static void store(half_t *p, vec x) {
+    *reinterpret_cast<sycl::vec<half_t, W> *>(p) =
+        x.template convert<half_t, sycl::rounding_mode::rte>();
+  }
+  static void store(bf16_t *p, vec x) {
+    // Round to nearest even on the bits (the bfloat16 constructor crashes this runtime's
+    // compiler); a NaN is kept a quiet NaN instead of being rounded into an infinity.
+    using uvec = sycl::vec<std::uint32_t, W>;
+    const uvec u = x.template as<uvec>();
+    uvec r = (u + uvec(0x7FFFu) + ((u >> 16u) & uvec(1u))) >> 16u;
+#pragma unroll
+    for (int i = 0; i < W; ++i)
+      if (sycl::isnan(x[i])) r[i] = (u[i] >> 16u) | 0x0040u;
+    *reinterpret_cast<sycl::vec<std::uint16_t, W> *>(p) = r.template convert<std::uint16_t>();
+  }
+
+  // acc[r][c] += a[r] * b[c]: a column of scalars (broadcast) times a row of vectors.
+  template <int R, int C>
+  static void mma_outer(vec (&acc)[R][C], const float (&a)[R], const vec (&b)[C]) {
+#pragma unroll
+    for (int r = 0; r < R; ++r) {
+      const vec ar(a[r]);
+#pragma unroll
+      for (int c = 0; c < C; ++c) acc[r][c] = sycl::fma(ar, b[c], acc[r][c]);
+    }
+  }
+
+  // acc[r][c] += a[r] * b[c] lane-wise: partial dot products, reduced later with reduce_sum.
+  template <int R, int C>
+  static void mma_dot(vec (&acc)[R][C], const vec (&a)[R], const vec (&b)[C]) {
+#pragma unroll
+    for (int r = 0; r < R; ++r)
+#pragma unroll
+      for (int c = 0; c < C; ++c) acc[r][c] = sycl::fma(a[r], b[c], acc[r][c]);
+  }
+
+  // Row reductions over the lanes of one vector.
+  static float reduce_max(vec x) {
+    float m = x[0];
+#pragma unroll
+    for (int i = 1; i < W; ++i) m = sycl::fmax(m, x[i]);
+    return m;
+  }
+  static float reduce_sum(vec x) {
+    float s = x[0];
+#pragma unroll
+    for (int i = 1; i < W; ++i) s += x[i];
+    return s;
+  }
+
+  static vec exp2(vec x) { return sycl::exp2(x); }
+};
+
+}  // namespace xe2t

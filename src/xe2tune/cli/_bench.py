@@ -1,0 +1,144 @@
+"""``xe2tune bench``: build, verify and measure one config of one problem."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from xe2tune.cli._app import app, console
+from xe2tune.cli._devices import DeviceOption, JsonOption
+from xe2tune.cli._session import open_session
+from xe2tune.errors import InvalidConfig, InvalidProblem
+from xe2tune.harness import BenchSettings, TrialResult, TrialStatus
+from xe2tune.harness._runner import ConfigRunner, MeasureRequest
+from xe2tune.kernels import LauncherConfig, ProblemSpec, family_for_mode
+
+
+def problem_from_options(
+    *, head_dim: int, dtype: str, seq: int | None, q_len: int | None, kv_len: int | None,
+    mode: str | None, causal: bool, heads_q: int, heads_kv: int, batch: int,
+) -> ProblemSpec:
+    """The ProblemSpec that the common CLI options describe.
+
+    ``--seq N`` means q_len = kv_len = N for prefill and kv_len = N with one query for decode.
+
+    Raises:
+        InvalidProblem: for contradictory or out-of-range options.
+    """
+    if seq is None and kv_len is None:
+        raise InvalidProblem("give --seq N, or --q-len N with --kv-len M")
+    if seq is not None and (q_len is not None or kv_len is not None):
+        raise InvalidProblem("--seq cannot be combined with --q-len/--kv-len")
+    if mode is None:
+        mode = "decode" if seq is None and q_len is not None and q_len <= 16 else "prefill"
+    if seq is not None:
+        q_len, kv_len = (1, seq) if mode == "decode" else (seq, seq)
+    q_len = q_len if q_len is not None else (1 if mode == "decode" else kv_len)
+    return ProblemSpec(
+        mode=mode, head_dim=head_dim, dtype=dtype, q_len=q_len, kv_len=kv_len,
+        heads_q=heads_q, heads_kv=heads_kv, batch=batch, causal=causal,
+    )
+
+
+def parse_config(text: str) -> LauncherConfig:
+    """A config from inline JSON or a JSON file path.
+
+    Raises:
+        InvalidConfig: for unreadable files, malformed JSON or wrong fields.
+    """
+    path = Path(text)
+    if not text.lstrip().startswith("{") and path.exists():
+        text = path.read_text()
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidConfig(
+            f"--config is neither a JSON object nor a JSON file ({exc.msg} at char {exc.pos})"
+        ) from None
+    return LauncherConfig.from_dict(data)
+
+
+def _print_result(result: TrialResult, problem: ProblemSpec) -> None:
+    table = Table(title=f"{problem.mode} D={problem.head_dim} {problem.dtype} "
+                  f"q={problem.q_len} kv={problem.kv_len} heads {problem.heads_q}/"
+                  f"{problem.heads_kv} batch {problem.batch} causal={problem.causal}")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    t, r, c = result.timing, result.roofline, result.correctness
+    rows = [("status", result.status.value), ("config", json.dumps(result.config))]
+    if c is not None:
+        rows += [("correct", str(c.passed)), ("non-finite", str(c.nonfinite)),
+                 ("max abs error", f"{c.max_abs_error:.3g}"),
+                 ("rel L2 error", f"{c.rel_l2_error:.3g}")]
+    if t is not None:
+        rows += [("median", f"{t.median * 1e3:.4g} ms"), ("min", f"{t.min * 1e3:.4g} ms"),
+                 ("max", f"{t.max * 1e3:.4g} ms"), ("mean", f"{t.mean * 1e3:.4g} ms"),
+                 ("p10 / p90", f"{t.p10 * 1e3:.4g} / {t.p90 * 1e3:.4g} ms"),
+                 ("CV", f"{t.cv:.2%}"), ("warm-up / iterations / N_BUF",
+                                          f"{t.warmup} / {t.iterations} / {t.n_buf}"),
+                 ("host overhead / launch", f"{t.host_overhead_s * 1e6:.1f} us")]
+    if r is not None:
+        rows += [("TFLOP/s", f"{r.tflops:.4g}"), ("GB/s", f"{r.gbps:.4g}"),
+                 ("arithmetic intensity", f"{r.arithmetic_intensity:.1f} FLOP/B"),
+                 ("roofline fraction", f"{r.roofline_fraction:.3f} ({r.peak_source} peaks)")]
+    rows += [("build", f"{result.build_s:.2f} s")]
+    if result.error:
+        rows.append(("error", result.error.splitlines()[0]))
+    for k, v in rows:
+        table.add_row(k, v)
+    console.print(table)
+
+
+@app.command()
+def bench(
+    head_dim: Annotated[int, typer.Option("--head-dim", help="64, 96, 128, 192 or 256")],
+    dtype: Annotated[str, typer.Option(help="fp16, bf16 or fp32")] = "fp16",
+    seq: Annotated[int | None, typer.Option(help="sequence length (kv length for decode)")] = None,
+    q_len: Annotated[int | None, typer.Option("--q-len")] = None,
+    kv_len: Annotated[int | None, typer.Option("--kv-len")] = None,
+    mode: Annotated[str | None, typer.Option(help="prefill or decode")] = None,
+    causal: Annotated[bool, typer.Option("--causal/--no-causal")] = False,
+    heads_q: Annotated[int, typer.Option("--heads-q")] = 8,
+    heads_kv: Annotated[int, typer.Option("--heads-kv")] = 8,
+    batch: Annotated[int, typer.Option()] = 1,
+    config: Annotated[str | None, typer.Option(help="LauncherConfig as JSON or a file")] = None,
+    warmup: Annotated[int, typer.Option()] = 20,
+    iters: Annotated[int, typer.Option(help="timed iterations, 1..1000")] = 100,
+    nbuf: Annotated[int, typer.Option(help="rotated buffer sets (cache busting)")] = 4,
+    time_budget: Annotated[float, typer.Option(help="seconds for the timed part")] = 5.0,
+    device: DeviceOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Build a config (the family's default when none is given), check it, and time it."""
+    problem = problem_from_options(
+        head_dim=head_dim, dtype=dtype, seq=seq, q_len=q_len, kv_len=kv_len, mode=mode,
+        causal=causal, heads_q=heads_q, heads_kv=heads_kv, batch=batch,
+    )
+    try:
+        settings = BenchSettings(warmup=warmup, iterations=iters, n_buf=nbuf,
+                                 time_budget_s=time_budget)
+    except ValueError as exc:
+        raise InvalidProblem(str(exc)) from None
+    launcher = parse_config(config) if config else None
+    session = open_session(device, quiet=as_json)
+    family = family_for_mode(problem.mode)
+    launcher = launcher or family.default_config(problem, session.caps)
+    reason = family.invalid_reason(launcher, problem, session.caps)
+    if reason is not None:
+        raise InvalidConfig(f"invalid config: {reason}")
+    runner = ConfigRunner(session.queue, session.caps, session.roofline, settings,
+                          session.llc_bytes)
+    result = runner.measure(MeasureRequest(family, problem, launcher))
+    if as_json:
+        out = result.to_dict()
+        out.update(problem=problem.to_dict(), family=family.name,
+                   device=session.listing.filter_string, device_name=session.caps.name)
+        print(json.dumps(out, indent=2))
+    else:
+        _print_result(result, problem)
+    if result.status is not TrialStatus.OK:
+        raise typer.Exit(1)

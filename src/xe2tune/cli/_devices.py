@@ -1,0 +1,98 @@
+"""``xe2tune devices`` and ``xe2tune roofline``: what the tool sees and the roofs it uses."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from xe2tune.cli._app import app, console
+from xe2tune.errors import DeviceError
+from xe2tune.harness import CeilingFile, DevicePeaks, list_devices, measure_ceilings, open_queue
+from xe2tune.harness._peaks_lookup import device_key, peaks_for
+
+DeviceOption = Annotated[
+    str | None,
+    typer.Option("--device", help="SYCL filter string, e.g. level_zero:gpu:0 or opencl:cpu"),
+]
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+
+
+def _peaks_dict(peaks: DevicePeaks | None) -> dict | None:
+    if peaks is None:
+        return None
+    return {
+        "source": peaks.source,
+        "tflops": {k: v / 1e12 for k, v in peaks.flops.items()},
+        "bandwidth_gbs": peaks.bandwidth / 1e9,
+    }
+
+
+@app.command()
+def devices(as_json: JsonOption = False) -> None:
+    """List every SYCL device with its limits and the roofline peaks xe2tune will use."""
+    listings = list_devices()
+    if not listings:
+        open_queue()  # raises DeviceError with the install hint
+    rows = []
+    for d in listings:
+        c = d.caps
+        rows.append({
+            "filter": d.filter_string, "name": c.name, "backend": c.backend,
+            "type": c.device_type, "driver": d.driver_version, "compute_units": c.compute_units,
+            "max_work_group": c.max_work_group_size, "subgroup_sizes": list(c.sub_group_sizes),
+            "local_mem_bytes": c.local_mem_bytes, "global_mem_bytes": c.global_mem_bytes,
+            "fp16": c.has_fp16, "matrix_engine": c.has_matrix_engine,
+            "peaks": _peaks_dict(peaks_for(d)),
+        })
+    if as_json:
+        print(json.dumps(rows, indent=2))
+        return
+    table = Table(title="SYCL devices")
+    for col in ("filter", "name", "CUs", "max WG", "subgroups", "local mem", "global mem",
+                "peak fp32 / fp16 TFLOP/s", "peak GB/s", "peaks from"):
+        table.add_column(col)
+    for r in rows:
+        p = r["peaks"]
+        table.add_row(
+            r["filter"], r["name"], str(r["compute_units"]), str(r["max_work_group"]),
+            ",".join(map(str, r["subgroup_sizes"])), f"{r['local_mem_bytes'] // 1024} KiB",
+            f"{r['global_mem_bytes'] / 2**30:.1f} GiB",
+            f"{p['tflops']['fp32']:.3g} / {p['tflops']['fp16']:.3g}" if p else "-",
+            f"{p['bandwidth_gbs']:.1f}" if p else "-",
+            p["source"] if p else "none (run `xe2tune roofline`)",
+        )
+    console.print(table)
+
+
+@app.command()
+def roofline(device: DeviceOption = None, as_json: JsonOption = False) -> None:
+    """Measure the device's FMA and copy ceilings and keep them as its roofline peaks."""
+    queue = open_queue(device)
+    listing = next(
+        (d for d in list_devices() if d.caps.name == queue.sycl_device.name
+         and d.caps.backend == queue.sycl_device.backend.name), None,
+    )
+    if listing is None:
+        raise DeviceError(f"device {queue.sycl_device.name} vanished while measuring")
+    if not as_json:
+        console.print(f"measuring ceilings of {listing.filter_string} ({listing.caps.name}) ...")
+    ceilings = measure_ceilings(queue)
+    llc = max(listing.global_mem_cache_bytes, 0)
+    peaks = ceilings.peaks(llc)
+    CeilingFile().save(device_key(listing), peaks)
+    result = {
+        "device": listing.filter_string, "name": listing.caps.name,
+        "fma_fp32_gflops": ceilings.fma_fp32 / 1e9, "fma_fp16_gflops": ceilings.fma_fp16 / 1e9,
+        "copy_gbs": ceilings.copy_bandwidth / 1e9, "peaks": _peaks_dict(peaks),
+    }
+    if as_json:
+        print(json.dumps(result, indent=2))
+        return
+    console.print(
+        f"FMA fp32 {result['fma_fp32_gflops']:.1f} GFLOP/s, FMA fp16 "
+        f"{result['fma_fp16_gflops']:.1f} GFLOP/s, copy {result['copy_gbs']:.1f} GB/s "
+        "(saved; these now override the catalog)"
+    )

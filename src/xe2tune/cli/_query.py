@@ -1,0 +1,191 @@
+"""``xe2tune best``, ``xe2tune results`` and ``xe2tune export``: read the results database."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from pydantic import ValidationError
+from rich.table import Column, Table
+
+from xe2tune.cli._app import app, console, fail
+from xe2tune.db import (
+    BestQuery,
+    BestResult,
+    ResultFilters,
+    export_cpp,
+    export_json,
+    open_store,
+)
+from xe2tune.harness import TrialStatus
+from xe2tune.kernels import DTYPES, MODES
+
+DbOption = Annotated[str | None, typer.Option(
+    "--db", help="SQLAlchemy URL of the results database (default: XE2TUNE_DB, else "
+                 "xe2tune.db in the user data dir).")]
+DeviceOption = Annotated[str | None, typer.Option(
+    "--device", help="Device name (case-insensitive) or id in the database.")]
+RESULT_FORMATS = ("table", "csv", "json")
+EXPORT_FORMATS = ("json", "cpp")
+STATUSES = tuple(s.value for s in TrialStatus)
+
+
+def _choice(name: str, value: str | None, accepted: tuple[str, ...]) -> None:
+    if value is not None and value not in accepted:
+        raise fail(f"{name} {value!r} is not supported; accepted: {', '.join(accepted)}")
+
+
+def _validation_message(exc: ValidationError) -> str:
+    error = exc.errors()[0]
+    where = ".".join(str(part) for part in error["loc"]) or "input"
+    return f"{where}: {error['msg']}"
+
+
+def _config_line(config: dict[str, Any]) -> str:
+    shape = "x".join
+    knobs = ", ".join(f"{k}={v}" for k, v in sorted(config.get("knobs", {}).items()))
+    return (f"ShapeQK<{shape(map(str, config['shape_qk']))}> "
+            f"ShapePV<{shape(map(str, config['shape_pv']))}> "
+            f"ShapeOut<{shape(map(str, config['shape_out']))}> "
+            f"SubgroupLayout<{shape(map(str, config['subgroup_layout']))}> "
+            f"Stages={config['stages']} VTiles={config['vtiles']} "
+            f"SG={config['subgroup_size']}" + (f" {knobs}" if knobs else ""))
+
+
+def _print_best(best: BestResult) -> None:
+    p = best.problem
+    source = "exact match" if best.match == "exact" else "NEAREST tuned problem"
+    console.print(f"[bold]{best.device}[/] · {best.family} · {source}: {p.mode} D={p.head_dim} "
+                  f"{p.dtype} q_len={p.q_len} kv_len={p.kv_len} heads={p.heads_q}/{p.heads_kv} "
+                  f"batch={p.batch} {'causal' if p.causal else 'non-causal'}", highlight=False)
+    console.print(_config_line(best.config), highlight=False)
+    figures = [f"median {best.median_s * 1e3:.4g} ms"]
+    if best.tflops is not None:
+        figures.append(f"{best.tflops:.4g} TFLOP/s")
+    if best.roofline_fraction is not None:
+        figures.append(f"{best.roofline_fraction * 100:.3g}% of roofline ({best.peak_source})")
+    if best.speedup is not None:
+        figures.append(f"{best.speedup:.3g}x over the default config")
+    console.print(" · ".join(figures), highlight=False)
+
+
+@app.command()
+def best(
+    head_dim: Annotated[int, typer.Option("--head-dim", help="Head dimension D.")],
+    dtype: Annotated[str, typer.Option("--dtype", help="fp16, bf16 or fp32.")],
+    seq: Annotated[int, typer.Option("--seq", help="Key length (and query length for prefill).")],
+    mode: Annotated[str, typer.Option("--mode", help="prefill or decode.")] = "prefill",
+    causal: Annotated[bool, typer.Option("--causal/--no-causal")] = False,
+    q_len: Annotated[int | None, typer.Option("--q-len", help="Query length if not seq.")] = None,
+    heads_q: Annotated[int | None, typer.Option("--heads-q", help="Query heads (default: any).")
+                       ] = None,
+    heads_kv: Annotated[int | None, typer.Option("--heads-kv", help="KV heads (default: any).")
+                        ] = None,
+    batch: Annotated[int | None, typer.Option("--batch", help="Batch (default: any).")] = None,
+    device: DeviceOption = None,
+    db: DbOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """The best launcher config for a problem, or for the nearest tuned one (flagged)."""
+    _choice("dtype", dtype, DTYPES)
+    _choice("mode", mode, MODES)
+    try:
+        query = BestQuery(head_dim=head_dim, dtype=dtype, seq=seq, mode=mode, causal=causal,
+                          q_len=q_len, heads_q=heads_q, heads_kv=heads_kv, batch=batch,
+                          device=device)
+    except ValidationError as exc:
+        raise fail(_validation_message(exc)) from exc
+    store = open_store(db)
+    found = store.best(query)
+    if found is None:
+        raise fail(f"nothing tuned for {mode} head_dim={head_dim} {dtype} "
+                   f"{'causal' if causal else 'non-causal'} in {store.url}; run xe2tune search")
+    if as_json:
+        print(found.model_dump_json(indent=2))
+    else:
+        _print_best(found)
+
+
+@app.command()
+def results(
+    fmt: Annotated[str, typer.Option("--format", help="table, csv or json.")] = "table",
+    device: DeviceOption = None,
+    mode: Annotated[str | None, typer.Option("--mode")] = None,
+    head_dim: Annotated[int | None, typer.Option("--head-dim")] = None,
+    dtype: Annotated[str | None, typer.Option("--dtype")] = None,
+    causal: Annotated[bool | None, typer.Option("--causal/--no-causal",
+                                                show_default="any")] = None,
+    seq_min: Annotated[int | None, typer.Option("--seq-min", help="Smallest kv_len.")] = None,
+    seq_max: Annotated[int | None, typer.Option("--seq-max", help="Largest kv_len.")] = None,
+    status: Annotated[str | None, typer.Option("--status", help=", ".join(STATUSES))] = None,
+    study: Annotated[int | None, typer.Option("--study", help="Study id.")] = None,
+    limit: Annotated[int | None, typer.Option("--limit", help="Newest N rows only.")] = None,
+    db: DbOption = None,
+) -> None:
+    """Every stored trial (newest first) with its problem, config and measurement."""
+    _choice("format", fmt, RESULT_FORMATS)
+    _choice("dtype", dtype, DTYPES)
+    _choice("mode", mode, MODES)
+    _choice("status", status, STATUSES)
+    if limit is not None and limit < 1:
+        raise fail(f"--limit must be >= 1, got {limit}")
+    try:
+        filters = ResultFilters(device=device, mode=mode, head_dim=head_dim, dtype=dtype,
+                                causal=causal, seq_min=seq_min, seq_max=seq_max,
+                                status=status, study_id=study)
+    except ValidationError as exc:
+        raise fail(_validation_message(exc)) from exc
+    frame = open_store(db).results_frame(filters)
+    if limit is not None:
+        frame = frame.head(limit)
+    if fmt == "csv":
+        print(frame.drop(columns=["config"]).to_csv(index=False), end="")
+    elif fmt == "json":
+        print(frame.to_json(orient="records", date_format="iso", indent=2))
+    else:
+        table = Table("trial", "problem", "config", Column("status", min_width=13),
+                      "median ms", "TFLOP/s", "roofline", title=f"{len(frame)} results",
+                      title_justify="left")
+        for row in frame.itertuples(index=False):
+            table.add_row(
+                str(row.trial_id),
+                f"{row.mode} D{row.head_dim} {row.dtype} {row.q_len}/{row.kv_len} "
+                f"h{row.heads_q}/{row.heads_kv} b{row.batch}{' causal' if row.causal else ''}",
+                f"{row.shape_qk} {row.shape_pv} s{row.stages}",
+                row.status, _number(row.median_s, 1e3), _number(row.tflops, 1.0),
+                _number(row.roofline_fraction, 100.0, "%"),
+            )
+        console.print(table)
+
+
+def _number(value: float | None, scale: float, unit: str = "") -> str:
+    """A measured figure to 4 significant digits; blank when it was not measured (None/NaN)."""
+    if value is None or value != value:
+        return ""
+    return f"{value * scale:.4g}{unit}"
+
+
+@app.command()
+def export(
+    fmt: Annotated[str, typer.Option("--format", help="json or cpp.")] = "json",
+    out: Annotated[Path | None, typer.Option("--out", help="Write to this file.")] = None,
+    device: DeviceOption = None,
+    db: DbOption = None,
+) -> None:
+    """The best config of every tuned problem, as JSON or a C++17 dispatch header."""
+    _choice("format", fmt, EXPORT_FORMATS)
+    store = open_store(db)
+    found = store.best_per_problem(device)
+    if not found:
+        raise fail(f"nothing tuned in {store.url}; run xe2tune search first")
+    text = export_json(found) if fmt == "json" else export_cpp(found)
+    if out is None:
+        print(text, end="")
+        return
+    try:
+        out.write_text(text)
+    except OSError as exc:
+        raise fail(f"cannot write {out}: {exc.strerror}") from exc
+    console.print(f"wrote {len(found)} configs to {out}", highlight=False)
+

@@ -1,0 +1,222 @@
+"""``xe2tune search``: tune launcher configs per problem and store the best ones."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+from contextlib import nullcontext
+from typing import Annotated
+
+import typer
+from rich.live import Live
+from rich.table import Table
+
+from xe2tune.cli._app import app, console, err_console, fail
+from xe2tune.cli._devices import DeviceOption, JsonOption
+from xe2tune.cli._session import open_session
+from xe2tune.db import open_store
+from xe2tune.errors import InvalidProblem
+from xe2tune.harness import BenchSettings
+from xe2tune.harness._runner import ConfigRunner
+from xe2tune.tuner import (
+    DEFAULT_SAMPLER,
+    SAMPLER_NAMES,
+    InProcessTrialRunner,
+    ProblemOverrides,
+    SearchPlan,
+    StudyProgress,
+    TuneBudget,
+    default_problems,
+    run_search,
+)
+
+# Budgets that keep the default command under 10 minutes on the 2-core CPU device.
+CPU_TRIALS, CPU_TIMEOUT_S, CPU_BENCH_BUDGET_S = 14, 480.0, 0.5
+GPU_TRIALS, GPU_BENCH_BUDGET_S = 64, 1.0
+
+
+def _csv(text: str | None, cast: type) -> list | None:
+    if text is None:
+        return None
+    try:
+        return [cast(v.strip()) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise InvalidProblem(f"cannot read {text!r} as a comma-separated list") from None
+
+
+def _fmt_ms(seconds: float | None) -> str:
+    return f"{seconds * 1e3:.4g} ms" if seconds is not None else "-"
+
+
+class ProgressView:
+    """Live rich view of the current study plus a line per finished one."""
+
+    def __init__(self, quiet: bool) -> None:
+        self.quiet = quiet
+        self.live: Live | None = None
+        self.started = time.perf_counter()
+
+    def __call__(self, p: StudyProgress) -> None:
+        if self.quiet or self.live is None:
+            return
+        self.live.update(self._render(p))
+        if p.phase == "done":
+            console.print(self._summary_line(p))
+
+    def _render(self, p: StudyProgress) -> Table:
+        pr = p.problem
+        t = Table(title=f"{pr.mode} D={pr.head_dim} {pr.dtype} q={pr.q_len} kv={pr.kv_len} "
+                  f"heads {pr.heads_q}/{pr.heads_kv} causal={pr.causal}", show_header=False)
+        elapsed = time.perf_counter() - p.started
+        per_trial = elapsed / p.trial_index if p.trial_index else 0.0
+        eta = per_trial * (p.trials_budget - p.trial_index)
+        best = p.best
+        t.add_row("trial", f"{p.trial_index} of {p.trials_budget} ({p.phase})")
+        t.add_row("space", f"{p.space_size} valid of {p.cartesian_size} combinations")
+        t.add_row("config", json.dumps(p.config) if p.config else "-")
+        t.add_row("best", "-" if best is None else
+                  f"{_fmt_ms(best.median_s)}, {best.tflops or 0:.4g} TFLOP/s, roofline "
+                  f"{(best.roofline_fraction or 0):.1%}")
+        t.add_row("measured / reused / failed", f"{p.measured} / {p.reused} / {p.failed}")
+        t.add_row("elapsed / ETA", f"{elapsed:.0f} s / {eta:.0f} s "
+                  f"(total {time.perf_counter() - self.started:.0f} s)")
+        return t
+
+    @staticmethod
+    def _summary_line(p: StudyProgress) -> str:
+        pr = p.problem
+        return (f"done {pr.mode} seq {pr.kv_len} causal={pr.causal}: best "
+                f"{_fmt_ms(p.best.median_s if p.best else None)} after {p.trial_index} trials "
+                f"({p.measured} measured, {p.reused} reused, {p.failed} failed)")
+
+
+def _final_rows(progresses: list[StudyProgress]) -> list[dict]:
+    rows = []
+    for p in progresses:
+        best, default = p.best, p.default
+        speedup = (default.median_s / best.median_s
+                   if best and default and best.median_s and default.median_s else None)
+        rows.append({
+            "problem": p.problem.to_dict(),
+            "best_config": best.config if best else None,
+            "best_median_s": best.median_s if best else None,
+            "tflops": best.tflops if best else None,
+            "roofline_fraction": best.roofline_fraction if best else None,
+            "default_median_s": default.median_s if default else None,
+            "speedup_vs_default": speedup,
+            "trials": p.trial_index, "measured": p.measured, "reused": p.reused,
+            "failed": p.failed, "build_s": p.build_s, "verify_s": p.verify_s,
+            "bench_s": p.bench_s,
+        })
+    return rows
+
+
+def _print_final(rows: list[dict]) -> None:
+    t = Table(title="best config per problem")
+    for col in ("mode", "seq", "causal", "dtype", "best", "TFLOP/s", "roofline", "default",
+                "speedup", "BQ,BK,BD / BV / stages / sg", "trials"):
+        t.add_column(col)
+    for r in rows:
+        pr, c = r["problem"], r["best_config"]
+        shape = (f"{c['shape_qk']} / {c['shape_pv'][1]} / {c['stages']} / {c['subgroup_size']}"
+                 if c else "-")
+        t.add_row(
+            pr["mode"], str(pr["kv_len"]), str(pr["causal"]), pr["dtype"],
+            _fmt_ms(r["best_median_s"]), f"{r['tflops'] or 0:.4g}",
+            f"{(r['roofline_fraction'] or 0):.1%}", _fmt_ms(r["default_median_s"]),
+            f"{r['speedup_vs_default']:.2f}x" if r["speedup_vs_default"] else "-",
+            shape, f"{r['measured']} new, {r['reused']} reused",
+        )
+    console.print(t)
+
+
+@app.command()
+def search(
+    head_dim: Annotated[int, typer.Option("--head-dim", help="64, 96, 128, 192 or 256")],
+    seq: Annotated[str | None, typer.Option(help="comma list of sequence lengths")] = None,
+    mode: Annotated[str | None, typer.Option(help="prefill or decode (default both)")] = None,
+    causal: Annotated[bool | None, typer.Option("--causal/--no-causal",
+                                                help="default: both")] = None,
+    dtype: Annotated[str | None, typer.Option(help="comma list of fp16, bf16, fp32")] = None,
+    heads_q: Annotated[int | None, typer.Option("--heads-q")] = None,
+    heads_kv: Annotated[int | None, typer.Option("--heads-kv")] = None,
+    batch: Annotated[int | None, typer.Option()] = None,
+    sampler: Annotated[str, typer.Option(help="search strategy")] = DEFAULT_SAMPLER,
+    trials: Annotated[int | None, typer.Option(help="trials per problem in this run")] = None,
+    timeout: Annotated[float | None, typer.Option(help="overall seconds")] = None,
+    patience: Annotated[int | None, typer.Option(help="stop a study after K trials "
+                                                 "without improvement")] = None,
+    seed: Annotated[int | None, typer.Option(help="sampler seed")] = None,
+    db: Annotated[str | None, typer.Option("--db", help="SQLAlchemy URL")] = None,
+    device: DeviceOption = None,
+    as_json: JsonOption = False,
+    quiet: Annotated[bool, typer.Option("--quiet", help="no progress output")] = False,
+) -> None:
+    """Search launcher configs for every problem of a head dim and store the best ones."""
+    if sampler not in SAMPLER_NAMES:
+        raise fail(f"unknown sampler {sampler!r}; choose one of {', '.join(SAMPLER_NAMES)}")
+    store = open_store(db)
+    session = open_session(device, quiet=quiet or as_json)
+    on_gpu = session.caps.device_type == "gpu"
+    try:
+        budget = TuneBudget(
+            trials=trials if trials is not None else (GPU_TRIALS if on_gpu else CPU_TRIALS),
+            timeout_s=timeout if timeout is not None else (None if on_gpu else CPU_TIMEOUT_S),
+            patience=patience,
+        )
+    except ValueError as exc:
+        raise InvalidProblem(str(exc)) from None
+    overrides = ProblemOverrides(
+        seqs=_csv(seq, int), modes=[mode] if mode else None,
+        causal=[causal] if causal is not None else None, dtypes=_csv(dtype, str),
+        heads_q=heads_q, heads_kv=heads_kv, batch=batch,
+    )
+    problems = default_problems(head_dim, on_gpu=on_gpu, overrides=overrides)
+    settings = BenchSettings(time_budget_s=GPU_BENCH_BUDGET_S if on_gpu else CPU_BENCH_BUDGET_S)
+    runner = InProcessTrialRunner(ConfigRunner(
+        session.queue, session.caps, session.roofline, settings, session.llc_bytes))
+    quiet = quiet or as_json
+    if not quiet:
+        err_console.print(f"database: {store.url}")
+        err_console.print(f"device: {session.listing.filter_string} ({session.caps.name}), "
+                          f"peaks: {session.peaks.source}; {len(problems)} problems, "
+                          f"sampler {sampler}, {budget.trials} trials each")
+    stop_requested = False
+
+    def request_stop(_signum: int, _frame: object) -> None:
+        nonlocal stop_requested
+        if not stop_requested:
+            err_console.print("stopping after the current trial (Ctrl-C again to abort)")
+            stop_requested = True
+        else:
+            raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGINT, request_stop)
+    view = ProgressView(quiet)
+    started = time.perf_counter()
+    try:
+        live = None if quiet else Live(console=console, transient=True, refresh_per_second=4)
+        with live or nullcontext():
+            view.live = live
+            progresses = run_search(
+                SearchPlan(problems=problems, sampler=sampler, budget=budget, seed=seed),
+                store=store, runner=runner, listing=session.listing, peaks=session.peaks,
+                observe=view, should_stop=lambda: stop_requested,
+            )
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        runner.close()
+        store.close()
+    rows = _final_rows(progresses)
+    wall = time.perf_counter() - started
+    if as_json:
+        print(json.dumps({"wall_s": wall, "problems": rows}, indent=2))
+    elif not quiet:
+        _print_final(rows)
+        console.print(f"wall time {wall:.0f} s; builds {sum(r['build_s'] for r in rows):.0f} s, "
+                      f"verification {sum(r['verify_s'] for r in rows):.0f} s, measurement "
+                      f"{sum(r['bench_s'] for r in rows):.0f} s")
+    if stop_requested:
+        raise typer.Exit(130)
+

@@ -1,0 +1,151 @@
+"""Exports: JSON round-trips; the C++ header compiles with g++ and its dispatch function returns
+the same config as ResultStore.best for every query, exact, nearest or ambiguous."""
+
+from __future__ import annotations
+
+import itertools
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from xe2tune.db import BestQuery, ResultStore, export_cpp, export_json, load_json, open_store
+from xe2tune.db._cpp import c_string
+from xe2tune.db.testing import DEVICE, launcher_config, ok_result, prefill, tune
+from xe2tune.kernels import ProblemSpec
+
+from xe2tune.errors import StoreError
+
+OTHER_DEVICE = DEVICE.model_copy(update={"name": "Intel(R) Arc(TM) 140V GPU \"LNL\""})
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> ResultStore:
+    store = open_store(f"sqlite:///{tmp_path / 'xe2tune.db'}")
+    bq = itertools.count(1)
+    for seq, causal, dtype in itertools.product((512, 2048, 8192), (False, True),
+                                                ("fp16", "bf16")):
+        tune(store, prefill(seq, causal=causal, dtype=dtype), [
+            ok_result(launcher_config(), 3e-3),
+            ok_result(launcher_config(16 * (next(bq) % 8 + 1), stages=3, unroll=4,
+                                      variant="split", dpas=True), 1e-3)])
+    for kv_len in (1024, 32768):
+        decode = ProblemSpec(mode="decode", head_dim=128, dtype="fp16", q_len=1, kv_len=kv_len,
+                             heads_q=32, heads_kv=8)
+        tune(store, decode, [ok_result(launcher_config(16, 64), 1e-4)], family="sdpa_decode")
+    tune(store, prefill(1024, heads_q=32, heads_kv=8), [ok_result(launcher_config(32), 1e-3)])
+    tune(store, prefill(1024, head_dim=64), [ok_result(launcher_config(64, head_dim=64), 1e-3)],
+         device=OTHER_DEVICE)
+    tune(store, prefill(512, head_dim=64), [ok_result(launcher_config(128, head_dim=64), 1e-3)])
+    yield store
+    store.close()
+
+
+QUERIES = [
+    BestQuery(head_dim=128, dtype="fp16", seq=seq, causal=causal, heads_q=heads_q,
+              heads_kv=heads_kv)
+    for seq in (1, 512, 700, 1024, 1500, 2048, 4096, 5000, 8192, 100000)
+    for causal in (False, True)
+    for heads_q, heads_kv in ((None, None), (32, 8), (8, 8))
+] + [
+    BestQuery(head_dim=128, dtype="bf16", seq=3000, batch=2),
+    BestQuery(head_dim=128, dtype="bf16", seq=3000, q_len=1000),
+    BestQuery(head_dim=128, dtype="fp32", seq=512),
+    BestQuery(head_dim=128, dtype="fp16", seq=1, mode="decode"),
+    BestQuery(head_dim=128, dtype="fp16", seq=8000, mode="decode", heads_q=32, heads_kv=8),
+    BestQuery(head_dim=128, dtype="fp16", seq=6000, mode="decode", q_len=4),
+    BestQuery(head_dim=64, dtype="fp16", seq=512),
+    BestQuery(head_dim=64, dtype="fp16", seq=512, device=OTHER_DEVICE.name.upper()),
+    BestQuery(head_dim=64, dtype="fp16", seq=512, device=DEVICE.name),
+]
+
+
+def _expected(store: ResultStore, query: BestQuery) -> str:
+    try:
+        best = store.best(query)
+    except StoreError:
+        return "ambiguous_device"
+    if best is None:
+        return "none"
+    return f"{best.match} {best.config_hash} {best.problem.kv_len} {best.problem.q_len}"
+
+
+def _cpp_query(query: BestQuery) -> str:
+    device = c_string(query.device) if query.device is not None else "nullptr"
+    return (f"{{Mode::{query.mode}, {query.head_dim}, DType::{query.dtype}, "
+            f"{'true' if query.causal else 'false'}, {query.seq}, {query.q_len or 0}, "
+            f"{query.heads_q or 0}, {query.heads_kv or 0}, {query.batch or 0}, {device}}}")
+
+
+MAIN = r"""
+#include "best_configs.hpp"
+#include <cstdio>
+using namespace xe2tune::tuned;
+static const Query kQueries[] = {%s};
+static const char* kMatch[] = {"none", "exact", "nearest", "ambiguous_device"};
+int main() {
+  for (const Query& q : kQueries) {
+    Match match = Match::none;
+    const LauncherConfig* c = select_config(q, &match);
+    if (c == nullptr) { std::printf("%%s\n", kMatch[int(match)]); continue; }
+    const Entry* e = nullptr;
+    for (const Entry& x : kEntries) if (&x.config == c) e = &x;
+    if (c->vtiles.value * c->shape_pv.bv != c->shape_out.dv) return 3;
+    std::printf("%%s %%s %%d %%d\n", kMatch[int(match)], c->config_hash, e->problem.kv_len,
+                e->problem.q_len);
+  }
+  return kNumEntries > 0 ? 0 : 4;
+}
+"""
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
+def test_cpp_header_compiles_and_dispatches_like_best(store: ResultStore,
+                                                      tmp_path: Path) -> None:
+    (tmp_path / "best_configs.hpp").write_text(export_cpp(store.best_per_problem()))
+    (tmp_path / "main.cpp").write_text(MAIN % ",\n".join(_cpp_query(q) for q in QUERIES))
+    subprocess.run(["g++", "-std=c++17", "-Wall", "-Wextra", "-Werror", "-pedantic", "-O1",
+                    "-o", str(tmp_path / "dispatch"), str(tmp_path / "main.cpp")],
+                   check=True, capture_output=True, text=True)
+    run = subprocess.run([str(tmp_path / "dispatch")], check=True, capture_output=True,
+                         text=True)
+    expected = [_expected(store, q) for q in QUERIES]
+    assert run.stdout.splitlines() == expected
+    assert {line.split()[0] for line in expected} == {"exact", "nearest", "none",
+                                                      "ambiguous_device"}
+
+
+@pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
+def test_cpp_header_of_nothing_still_compiles(tmp_path: Path) -> None:
+    (tmp_path / "empty.hpp").write_text(export_cpp([]))
+    (tmp_path / "main.cpp").write_text(
+        '#include "empty.hpp"\nint main() { xe2tune::tuned::Query q{xe2tune::tuned::Mode::'
+        'prefill, 128, xe2tune::tuned::DType::fp16, false, 512};\n'
+        'return xe2tune::tuned::select_config(q) == nullptr ? 0 : 1; }\n')
+    subprocess.run(["g++", "-std=c++17", "-Wall", "-Wextra", "-Werror", "-o",
+                    str(tmp_path / "empty"), str(tmp_path / "main.cpp")], check=True)
+    subprocess.run([str(tmp_path / "empty")], check=True)
+
+
+def test_cpp_header_speaks_the_launcher_vocabulary(store: ResultStore) -> None:
+    header = export_cpp(store.best_per_problem())
+    for word in ("ShapeQK{", "ShapePV{", "ShapeOut{", "SubgroupLayout{", "PipelineStages{",
+                 "VTiles{", '"variant", "split"', '"dpas", "true", 1LL', '"unroll", "4", 4LL'):
+        assert word in header
+
+
+def test_json_export_round_trips(store: ResultStore) -> None:
+    listing = store.best_per_problem()
+    loaded = load_json(export_json(listing))
+    assert loaded == listing
+    assert all(result.launcher_config().config_hash() == result.config_hash
+               for result in loaded)
+
+
+@pytest.mark.parametrize(("text", "message"), [
+    ("[]", "not an xe2tune-best-configs"),
+    ('{"format": "xe2tune-best-configs", "version": 7, "configs": []}', "version 7"),
+])
+def test_json_import_rejects_other_documents(text: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        load_json(text)

@@ -1,0 +1,27 @@
+"""How much searching a run may do."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class TuneBudget:
+    """Per-problem trial count, an overall deadline, and early stopping.
+
+    ``trials`` counts trials started in this run for each problem (configs stored by earlier runs
+    are reused, never re-measured); ``patience`` stops a study after that many consecutive trials
+    without a new best.
+    """
+
+    trials: int
+    timeout_s: float | None = None
+    patience: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.trials < 1:
+            raise ValueError(f"--trials must be >= 1, got {self.trials}")
+        if self.timeout_s is not None and self.timeout_s <= 0:
+            raise ValueError(f"--timeout must be > 0 seconds, got {self.timeout_s}")
+        if self.patience is not None and self.patience < 1:
+            raise ValueError(f"--patience must be >= 1, got {self.patience}")

@@ -1,0 +1,229 @@
+"""Replay backend: answer trials from a recorded, brute-forced search space instead of a device.
+
+A recording is a Kernel Tuner cache file (JSON, optionally gzipped) or a T4 results file in which
+every valid config was measured. The space is derived from the file: the configs it holds are the
+valid ones (configs breaking the kernel's restrictions are absent from a cache, and marked
+``"constraints"`` in a T4 file). A failed config (a string such as ``"RuntimeFailedConfig"`` in
+``time``, or a T4 invalidity other than ``correct``) counts as evaluated-and-failed. As in Kernel
+Tuner's simulation mode, the objective is the recorded mean ``time``; with ``noise`` a trial is
+answered by one of the recorded raw samples instead, drawn with the run's seed.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import optuna
+
+from xe2tune.errors import Xe2TuneError
+from xe2tune.tuner._samplers import make_sampler
+from xe2tune.tuner._space import EmptySpaceError, FiniteSpace
+
+__all__ = ["NotARecordingError", "Recording", "ReplayRun", "load_recording", "replay"]
+
+_T4_FAILED = {"timeout", "compile", "runtime", "correctness"}
+
+
+class NotARecordingError(Xe2TuneError):
+    """A file that is missing, unreadable, or neither a Kernel Tuner cache nor a T4 file."""
+
+
+@dataclass(frozen=True, eq=False)
+class Recording:
+    """A brute-forced space: for each valid config, its mean time and raw samples (ms).
+
+    ``times[i]`` is NaN where config ``i`` failed; ``samples[i]`` is empty then.
+    """
+
+    source: str
+    kernel_name: str
+    device_name: str
+    space: FiniteSpace
+    times: np.ndarray
+    samples: tuple[tuple[float, ...], ...]
+
+    @property
+    def failed(self) -> np.ndarray:
+        """Boolean mask of the configs that failed (compile or runtime)."""
+        return np.isnan(self.times)
+
+    @property
+    def optimum(self) -> float:
+        """The best (lowest) recorded mean time."""
+        return float(np.nanmin(self.times))
+
+    def answer(self, index: int, rng: np.random.Generator | None = None) -> float | None:
+        """The objective for config ``index``: its mean, or a raw sample drawn with ``rng``.
+
+        Returns None for a failed config.
+        """
+        mean = self.times[index]
+        if math.isnan(mean):
+            return None
+        raw = self.samples[index]
+        if rng is None or not raw:
+            return float(mean)
+        return float(raw[rng.integers(len(raw))])
+
+
+@dataclass(frozen=True, eq=False)
+class ReplayRun:
+    """One sampler run on a recording: the configs in the order tried and their mean times.
+
+    ``means[k]`` is the recorded mean of the k-th trial's config (NaN if it failed), whatever
+    value the sampler was told, so that scores never depend on the noise draw.
+    """
+
+    sampler: str
+    seed: int
+    indices: np.ndarray
+    means: np.ndarray
+
+    def best_so_far(self, fallback: float) -> np.ndarray:
+        """Best mean after each trial; ``fallback`` until the first config that did not fail."""
+        filled = np.where(np.isnan(self.means), np.inf, self.means)
+        best = np.minimum.accumulate(filled)
+        return np.where(np.isinf(best), fallback, best)
+
+
+def load_recording(path: str | Path) -> Recording:
+    """Load a Kernel Tuner cache file (``.json`` or ``.json.gz``) or a T4 results file.
+
+    Raises:
+        NotARecordingError: the file is missing or unreadable, is not JSON, or has neither the
+            cache keys (``tune_params_keys``, ``tune_params``, ``cache``) nor T4 ``results``.
+    """
+    path = Path(path)
+    data = _read_json(path)
+    try:
+        if isinstance(data, dict) and {"tune_params_keys", "tune_params", "cache"} <= data.keys():
+            return _from_cache(path, data)
+        if isinstance(data, dict) and isinstance(data.get("results"), list):
+            return _from_t4(path, data)
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise NotARecordingError(f"{path}: malformed entry ({type(exc).__name__}: {exc})") from None
+    raise NotARecordingError(
+        f"{path} is neither a Kernel Tuner cache file (keys tune_params_keys, tune_params, "
+        "cache) nor a T4 results file (key results)"
+    )
+
+
+def replay(
+    recording: Recording, sampler: str, *, budget: int, seed: int, noise: bool = False
+) -> ReplayRun:
+    """Run ``sampler`` for ``budget`` trials through optuna's ask/tell, answered by the recording.
+
+    Failed configs are told as ``TrialState.FAIL``. The study is in memory: replays are cheap
+    and nothing of them is worth keeping.
+
+    Raises:
+        ValueError: ``budget`` is not in 1..len(space).
+        UnknownSamplerError: ``sampler`` is not a registered name.
+        RuntimeError: the sampler proposed a config that is not in the recording.
+    """
+    space = recording.space
+    if not 1 <= budget <= len(space):
+        raise ValueError(f"budget {budget} is outside 1..{len(space)} (the space's size)")
+    study = optuna.create_study(
+        direction="minimize", sampler=make_sampler(sampler, space, seed)
+    )
+    distributions = space.distributions()
+    rng = np.random.default_rng(seed) if noise else None
+    indices = np.empty(budget, dtype=np.int64)
+    for k in range(budget):
+        trial = study.ask(distributions)
+        index = space.index(trial.params)
+        if index is None:
+            raise RuntimeError(f"sampler {sampler!r} proposed {trial.params}, not in the space")
+        indices[k] = index
+        value = recording.answer(index, rng)
+        if value is None:
+            study.tell(trial, state=optuna.trial.TrialState.FAIL)
+        else:
+            study.tell(trial, value)
+    return ReplayRun(sampler=sampler, seed=seed, indices=indices, means=recording.times[indices])
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise NotARecordingError(f"cannot read {path}: {exc.strerror or exc}") from None
+    try:
+        if raw[:2] == b"\x1f\x8b":
+            raw = gzip.decompress(raw)
+        return json.loads(raw)
+    except (OSError, EOFError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise NotARecordingError(f"{path} is not a JSON (or gzipped JSON) file: {exc}") from None
+
+
+def _from_cache(path: Path, data: dict[str, Any]) -> Recording:
+    keys = list(data["tune_params_keys"])
+    params = {k: data["tune_params"][k] for k in keys}
+    rows, times, samples = [], [], []
+    for entry in data["cache"].values():
+        rows.append({k: entry[k] for k in keys})
+        time = entry.get("time")
+        ok = isinstance(time, (int, float)) and not isinstance(time, bool)
+        times.append(float(time) if ok else math.nan)
+        samples.append(tuple(entry.get("times", ())) if ok else ())
+    return _recording(path, data, params, rows, times, samples)
+
+
+def _from_t4(path: Path, data: dict[str, Any]) -> Recording:
+    rows, times, samples = [], [], []
+    for result in data["results"]:
+        invalidity = result.get("invalidity")
+        if invalidity == "constraints":
+            continue
+        time = next(
+            (m.get("value") for m in result.get("measurements", ()) if m.get("name") == "time"),
+            None,
+        )
+        ok = invalidity not in _T4_FAILED and isinstance(time, (int, float))
+        rows.append(dict(result["configuration"]))
+        times.append(float(time) if ok else math.nan)
+        samples.append(tuple(result.get("times", {}).get("runtimes", ())) if ok else ())
+    if not rows:
+        raise NotARecordingError(f"{path} is a T4 file without a single valid config")
+    params = {k: _ordered({r[k] for r in rows}) for k in rows[0]}
+    return _recording(path, data, params, rows, times, samples)
+
+
+def _recording(
+    path: Path,
+    data: dict[str, Any],
+    params: dict[str, list[Any]],
+    rows: list[dict[str, Any]],
+    times: list[float],
+    samples: list[tuple[float, ...]],
+) -> Recording:
+    try:
+        space = FiniteSpace.from_params(params, rows)
+    except (ValueError, EmptySpaceError) as exc:
+        raise NotARecordingError(f"{path}: {exc}") from None
+    times_array = np.array(times, dtype=float)
+    if np.isnan(times_array).all():
+        raise NotARecordingError(f"{path}: every recorded config failed, there is no optimum")
+    times_array.setflags(write=False)
+    return Recording(
+        source=str(path),
+        kernel_name=str(data.get("kernel_name", "")),
+        device_name=str(data.get("device_name", "")),
+        space=space,
+        times=times_array,
+        samples=tuple(samples),
+    )
+
+
+def _ordered(values: set[Any]) -> list[Any]:
+    try:
+        return sorted(values)
+    except TypeError:
+        return sorted(values, key=repr)
