@@ -8,6 +8,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, ConfigDict, Field
+
 from xe2tune.api.deps import IndexDep
 from xe2tune.api.schemas import BestPublic, ErrorPublic, ValidationErrorPublic
 from xe2tune.db import BestQuery

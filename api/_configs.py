@@ -6,6 +6,7 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Response
 from fastapi.concurrency import run_in_threadpool
+
 from xe2tune.api.deps import DeviceFilter, IndexDep, StoreDep
 from xe2tune.api.schemas import ConfigsPublic, ValidationErrorPublic
 from xe2tune.db import export_cpp, export_json

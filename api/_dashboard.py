@@ -8,6 +8,7 @@ from typing import Annotated
 from fastapi import APIRouter, HTTPException, Path, Response
 from fastapi.concurrency import run_in_threadpool
 from fastapi.responses import HTMLResponse, JSONResponse
+
 from xe2tune.api.deps import DashboardDep, SettingsDep
 from xe2tune.dashboards import plotly_js, plotly_version
 
@@ -46,12 +47,12 @@ async def dashboard_data(cache: DashboardDep) -> Response:
 @router.get("/dashboard/importance/{study_id}")
 async def dashboard_importance(
     study_id: Annotated[int, Path(ge=1, le=MAX_ID)], cache: DashboardDep
-) -> JSONResponse:
+) -> Response:
     """One study's parameter importance, computed on first request (fANOVA takes a while)."""
     view = await run_in_threadpool(cache.importance, study_id)
     if view is None:
         raise HTTPException(404, f"no study {study_id}")
-    return JSONResponse(view)
+    return Response(view, media_type="application/json")
 
 
 @router.get("/static/plotly-{version}.min.js")

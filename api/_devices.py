@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from fastapi import APIRouter
+
 from xe2tune.api.deps import StoreDep
 from xe2tune.db import DeviceRecord
 

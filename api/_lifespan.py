@@ -9,10 +9,10 @@ from contextlib import asynccontextmanager, suppress
 
 from fastapi import FastAPI
 from fastapi.concurrency import run_in_threadpool
+
 from xe2tune.api._index import BestIndex
 from xe2tune.dashboards import DashboardCache
 from xe2tune.db import open_store
-
 from xe2tune.errors import StoreError
 
 log = logging.getLogger("xe2tune.api")

@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Depends, HTTPException, Query, Response, status
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, ConfigDict, Field
+
 from xe2tune.api.deps import StoreDep, device_filter, require_token
 from xe2tune.api.schemas import (
     DEFAULT_PAGE_SIZE,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, HTTPException, Path
+
 from xe2tune.api.deps import DeviceFilter, StoreDep
 from xe2tune.api.schemas import ErrorPublic, ValidationErrorPublic
 from xe2tune.db import StudyRecord, TrialRow

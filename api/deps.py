@@ -8,6 +8,7 @@ from typing import Annotated
 from fastapi import Depends, HTTPException, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
 from xe2tune.api._index import BestIndex, names_device
 from xe2tune.api.settings import Settings, get_settings
 from xe2tune.dashboards import DashboardCache

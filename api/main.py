@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from fastapi import FastAPI
+
+from xe2tune import __version__
 from xe2tune.api import _best, _configs, _dashboard, _devices, _health, _results, _studies
 from xe2tune.api._errors import install_error_handlers
 from xe2tune.api._fastpath import BestFastPath
 from xe2tune.api._lifespan import lifespan
 from xe2tune.api.settings import Settings, get_settings
-
-from xe2tune import __version__
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:

@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+
 from xe2tune.db import BestQuery, BestResult, ResultRow
 from xe2tune.kernels import LauncherConfig, ProblemSpec
 

@@ -10,11 +10,11 @@ from xe2tune.dashboards._best_table import BestTableInfo, _get_best_table_info
 from xe2tune.dashboards._convergence import ConvergenceInfo, _get_convergence_info
 from xe2tune.dashboards._importance import ImportanceInfo, _get_importance_info
 from xe2tune.dashboards._roofline import RooflineInfo, _get_roofline_info
-
 from xe2tune.errors import StoreError
 
 if TYPE_CHECKING:
     import optuna
+
     from xe2tune.db import ResultStore, StudyRecord
 
 

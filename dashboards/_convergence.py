@@ -6,7 +6,9 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import pandas as pd
+
 from xe2tune.dashboards._labels import problem_label
 from xe2tune.dashboards._plotly_imports import graph_objects
 
@@ -42,14 +44,17 @@ def _get_convergence_info(study: StudyRecord, rows: pd.DataFrame) -> Convergence
     running: list[float | None] = []
     best = math.inf
     default = None
-    for position, trial in enumerate(rows.sort_values("trial_id").itertuples()):
-        ok = trial.status == "ok" and _present(trial.median_s) and trial.median_s > 0
-        value = float(trial.median_s) * 1e3 if ok else None
+    ordered = rows.sort_values("trial_id")
+    for position, (status, median, is_default, number) in enumerate(zip(
+            ordered["status"].tolist(), ordered["median_s"].tolist(),
+            ordered["is_default"].tolist(), ordered["number"].tolist(), strict=True)):
+        ok = status == "ok" and _present(median) and median > 0
+        value = float(median) * 1e3 if ok else None
         if value is not None:
             best = min(best, value)
-            if trial.is_default:
+            if is_default:
                 default = value if default is None else min(default, value)
-        numbers.append(int(trial.number) if _present(trial.number) else position)
+        numbers.append(int(number) if _present(number) else position)
         values.append(value)
         running.append(best if math.isfinite(best) else None)
     return ConvergenceInfo(
@@ -64,12 +69,15 @@ def _get_convergence_info(study: StudyRecord, rows: pd.DataFrame) -> Convergence
 def _build_convergence_figure(info: ConvergenceInfo) -> Any:
     """Measured medians as points, the running best as a step line, the default as a rule."""
     go = graph_objects()
-    ok = [(n, v) for n, v in zip(info.numbers, info.values_ms, strict=True) if v is not None]
+    numbers = np.asarray(info.numbers, dtype=np.int64)
+    values = np.asarray([np.nan if v is None else v for v in info.values_ms], dtype=float)
+    running = np.asarray([np.nan if v is None else v for v in info.best_so_far_ms], dtype=float)
+    measured = ~np.isnan(values)
     fig = go.Figure()
-    fig.add_trace(go.Scatter(x=[n for n, _ in ok], y=[v for _, v in ok], mode="markers",
+    fig.add_trace(go.Scatter(x=numbers[measured], y=values[measured], mode="markers",
                              name="trial median", marker={"size": 6}))
-    fig.add_trace(go.Scatter(x=info.numbers, y=info.best_so_far_ms, mode="lines",
-                             line={"shape": "hv"}, name="best so far"))
+    fig.add_trace(go.Scatter(x=numbers, y=running, mode="lines", line={"shape": "hv"},
+                             name="best so far"))
     if info.default_ms is not None:
         fig.add_hline(y=info.default_ms, line={"dash": "dot", "color": "#888"},
                       annotation_text="default config")

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from xe2tune.dashboards._convergence import _build_convergence_figure
 from xe2tune.dashboards._importance import _build_importance_figure
 from xe2tune.dashboards._page_assets import PAGE_CSS, PAGE_SCRIPT
-from xe2tune.dashboards._plotly_imports import plotly_js
+from xe2tune.dashboards._plotly_imports import plotly_js, to_json
 from xe2tune.dashboards._roofline import _build_roofline_figure
 
 if TYPE_CHECKING:
@@ -23,26 +23,29 @@ if TYPE_CHECKING:
     from xe2tune.dashboards._importance import ImportanceInfo
 
 
-def figure_json(figure: Any) -> dict[str, Any]:
-    """A plotly figure as plain JSON data (``{"data": [...], "layout": {...}}``)."""
-    return json.loads(figure.to_json(validate=False))
+def _figure(figure: Any) -> dict[str, Any]:
+    return figure.to_plotly_json()
 
 
-def importance_json(info: ImportanceInfo) -> dict[str, Any]:
-    """One study's importance view: a figure, or the note saying why there is none."""
-    figure = figure_json(_build_importance_figure(info)) if info.note is None else None
+def _importance_view(info: ImportanceInfo) -> dict[str, Any]:
+    figure = _figure(_build_importance_figure(info)) if info.note is None else None
     return {"study_id": info.study_id, "figure": figure, "note": info.note}
 
 
-def dashboard_payload(info: DashboardInfo,
-                      importances: Mapping[int, ImportanceInfo] | None = None) -> dict[str, Any]:
-    """Everything the page script draws; studies without an importance entry load it lazily."""
+def importance_json(info: ImportanceInfo) -> str:
+    """One study's importance view as JSON: a figure, or the note saying why there is none."""
+    return to_json(_importance_view(info))
+
+
+def dashboard_payload_json(info: DashboardInfo,
+                           importances: Mapping[int, ImportanceInfo] | None = None) -> str:
+    """Everything the page script draws, as JSON; studies without importances load them lazily."""
     importances = importances or {}
-    return {
+    return to_json({
         "version": info.version,
         "n_points": info.n_points,
         "rooflines": [{"device": r.device, "n_points": r.n_points,
-                       "figure": figure_json(_build_roofline_figure(r))} for r in info.rooflines],
+                       "figure": _figure(_build_roofline_figure(r))} for r in info.rooflines],
         "table": {
             "rows": [dataclasses.asdict(row) for row in info.table.rows],
             "filters": {"device": info.table.devices, "dtype": info.table.dtypes,
@@ -50,12 +53,12 @@ def dashboard_payload(info: DashboardInfo,
         },
         "studies": [
             {"id": c.study_id, "title": c.title,
-             "convergence": figure_json(_build_convergence_figure(c)),
-             "importance": (importance_json(importances[c.study_id])
+             "convergence": _figure(_build_convergence_figure(c)),
+             "importance": (_importance_view(importances[c.study_id])
                             if c.study_id in importances else None)}
             for c in info.convergence
         ],
-    }
+    })
 
 
 def _script_safe(text: str) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib
 from types import ModuleType
+from typing import Any
 
 
 def _plotly(module: str) -> ModuleType:
@@ -44,3 +45,15 @@ def plotly_version() -> str:
         ImportError: plotly is not installed.
     """
     return _plotly("plotly").__version__
+
+
+def to_json(document: Any) -> str:
+    """JSON text of a document holding plotly figure dicts (numpy arrays included).
+
+    plotly's own encoder, which uses orjson when it is installed: the roofline of 100,000
+    measurements serialises in well under a second that way.
+
+    Raises:
+        ImportError: plotly is not installed.
+    """
+    return _plotly("plotly.io.json").to_json_plotly(document)

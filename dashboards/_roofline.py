@@ -12,12 +12,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+
 from xe2tune.dashboards._labels import config_label, problem_label
 from xe2tune.dashboards._plotly_imports import graph_objects
 from xe2tune.kernels import ProblemSpec
 
 if TYPE_CHECKING:
     import pandas as pd
+
     from xe2tune.db import BestResult, DeviceRecord
 
 WEBGL_ABOVE = 5000  # points; SVG markers get slow past a few thousand
@@ -81,17 +84,22 @@ def _roofs(peak_flops: dict[str, float], bandwidth: float | None,
     return tuple(roofs)
 
 
-def _hover(row: Any) -> str:
-    return (f"{config_label(row.config)}<br>{row.median_s * 1e3:.4g} ms, "
-            f"{row.achieved_flops / 1e12:.4g} TFLOP/s, "
-            f"{(row.roofline_fraction or 0) * 100:.1f}% of roofline<br>trial {row.trial_id}")
-
-
-def _series(label: str, rows: Sequence[Any]) -> PointSeries:
-    return PointSeries(label=label, ai=tuple(float(r.arithmetic_intensity) for r in rows),
-                       flops=tuple(float(r.achieved_flops) for r in rows),
-                       hover=tuple(_hover(r) for r in rows),
-                       trial_ids=tuple(int(r.trial_id) for r in rows))
+def _series(label: str, rows: pd.DataFrame, labels: dict[str, str]) -> PointSeries:
+    # Column lists, not itertuples: iterating a frame with datetime columns is slow at 100k rows.
+    hover = []
+    for config, config_hash, median, flops, fraction, trial_id in zip(
+            rows["config"].tolist(), rows["config_hash"].tolist(), rows["median_s"].tolist(),
+            rows["achieved_flops"].tolist(), rows["roofline_fraction"].tolist(),
+            rows["trial_id"].tolist(), strict=True):
+        if config_hash not in labels:
+            labels[config_hash] = config_label(config)
+        share = "" if fraction is None or fraction != fraction else f", {fraction:.1%} of roofline"
+        hover.append(f"{labels[config_hash]}<br>{median * 1e3:.4g} ms, {flops / 1e12:.4g} "
+                     f"TFLOP/s{share}<br>trial {trial_id}")
+    return PointSeries(label=label,
+                       ai=tuple(float(v) for v in rows["arithmetic_intensity"].tolist()),
+                       flops=tuple(float(v) for v in rows["achieved_flops"].tolist()),
+                       hover=tuple(hover), trial_ids=tuple(int(v) for v in rows["trial_id"]))
 
 
 def _get_roofline_info(frame: pd.DataFrame, device: DeviceRecord,
@@ -105,11 +113,12 @@ def _get_roofline_info(frame: pd.DataFrame, device: DeviceRecord,
     plotted = ok[ok["arithmetic_intensity"].notna() & ok["achieved_flops"].notna()
                  & (ok["arithmetic_intensity"] > 0) & (ok["achieved_flops"] > 0)]
     series = []
+    labels: dict[str, str] = {}
     for key, group in plotted.groupby(list(_PROBLEM_COLUMNS), sort=True):
         problem = ProblemSpec(**dict(zip(_PROBLEM_COLUMNS, key, strict=True)))
-        series.append(_series(problem_label(problem), list(group.itertuples())))
+        series.append(_series(problem_label(problem), group, labels))
     best_ids = {b.trial_id for b in best if b.device_id == device.id}
-    best_rows = list(plotted[plotted["trial_id"].isin(best_ids)].itertuples())
+    best_rows = plotted[plotted["trial_id"].isin(best_ids)]
     peak_flops = dict(device.peak_flops)
     bandwidth = device.peak_bandwidth
     source = device.peak_source
@@ -125,9 +134,15 @@ def _get_roofline_info(frame: pd.DataFrame, device: DeviceRecord,
     return RooflineInfo(
         device=device.name, peak_bandwidth=bandwidth, peak_source=source,
         roofs=_roofs(peak_flops, bandwidth, ai_range), series=tuple(series),
-        best=_series("best per problem", best_rows), n_points=len(plotted),
+        best=_series("best per problem", best_rows, labels), n_points=len(plotted),
         n_unplotted=len(ok) - len(plotted),
     )
+
+
+def _arrays(series: PointSeries) -> dict[str, np.ndarray]:
+    return {"x": np.asarray(series.ai, dtype=float), "y": np.asarray(series.flops, dtype=float),
+            "text": np.asarray(series.hover, dtype=object),
+            "customdata": np.asarray(series.trial_ids, dtype=np.int64)}
 
 
 def _build_roofline_figure(info: RooflineInfo) -> Any:
@@ -139,13 +154,13 @@ def _build_roofline_figure(info: RooflineInfo) -> Any:
         fig.add_trace(go.Scatter(x=roof.ai, y=roof.flops, mode="lines", name=roof.label,
                                  line={"color": "#444", "width": 2}, hoverinfo="name",
                                  meta="roof"))
+    # numpy arrays: plotly validates them as a block instead of element by element.
     for series in info.series:
-        fig.add_trace(scatter(x=series.ai, y=series.flops, mode="markers", name=series.label,
-                              text=series.hover, hoverinfo="text", meta="measured",
-                              customdata=series.trial_ids, marker={"size": 7, "opacity": 0.75}))
-    fig.add_trace(scatter(x=info.best.ai, y=info.best.flops, mode="markers",
-                          name=info.best.label, text=info.best.hover, hoverinfo="text",
-                          meta="best", customdata=info.best.trial_ids,
+        fig.add_trace(scatter(**_arrays(series), mode="markers", name=series.label,
+                              hoverinfo="text", meta="measured",
+                              marker={"size": 7, "opacity": 0.75}))
+    fig.add_trace(scatter(**_arrays(info.best), mode="markers", name=info.best.label,
+                          hoverinfo="text", meta="best",
                           marker={"size": 15, "symbol": "star", "color": "rgba(0,0,0,0)",
                                   "line": {"color": "#d62728", "width": 2}}))
     subtitle = f"{info.n_points} measured configs"

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from xe2tune.dashboards._collect import ImportanceSource, collect_dashboard_info
-from xe2tune.dashboards._page import dashboard_payload, importance_json, render_page
+from xe2tune.dashboards._page import dashboard_payload_json, importance_json, render_page
 
 if TYPE_CHECKING:
     from xe2tune.db import ResultStore
@@ -16,8 +15,7 @@ if TYPE_CHECKING:
 class DashboardCache:
     """The served dashboard's payload, rebuilt at most once per data version of the store.
 
-    Thread-safe: requests run on the server's thread pool; one rebuild happens at a time and
-    the others wait for it rather than repeating it.
+    Thread-safe: requests run on the server's thread pool and one rebuild happens at a time.
     """
 
     def __init__(self, store: ResultStore) -> None:
@@ -37,15 +35,23 @@ class DashboardCache:
     def payload_json(self) -> str:
         """The page payload at the current data version, as JSON text.
 
+        A rebuild of a large database takes seconds: while one runs, other callers get the
+        previous payload (the page shows its data version) instead of waiting for it.
+
         Raises:
             StoreError: the database could not be read.
         """
-        with self._lock:
+        if not self._lock.acquire(blocking=self._payload is None):
+            assert self._payload is not None
+            return self._payload[1]
+        try:
             version = self._store.data_version()
             if self._payload is None or self._payload[0] != version:
                 info = collect_dashboard_info(self._store)
-                self._payload = (version, json.dumps(dashboard_payload(info)))
+                self._payload = (info.version, dashboard_payload_json(info))
             return self._payload[1]
+        finally:
+            self._lock.release()
 
     def page(self, *, plotly_src: str, poll_s: float) -> str:
         """The live page: plotly.js from ``plotly_src``, asking for new data every ``poll_s``.
@@ -55,8 +61,8 @@ class DashboardCache:
         """
         return render_page(self.payload_json(), plotly_src=plotly_src, poll_s=poll_s)
 
-    def importance(self, study_id: int) -> dict[str, Any] | None:
-        """One study's importance view, None when the study does not exist.
+    def importance(self, study_id: int) -> str | None:
+        """One study's importance view as JSON, None when the study does not exist.
 
         Raises:
             StoreError: the database could not be read.
@@ -74,5 +80,4 @@ def report_html(store: ResultStore) -> str:
     info = collect_dashboard_info(store)
     source = ImportanceSource(store)
     importances = {study.id: source.info(study) for study in info.studies}
-    payload = json.dumps(dashboard_payload(info, importances))
-    return render_page(payload, plotly_src=None, poll_s=None)
+    return render_page(dashboard_payload_json(info, importances), plotly_src=None, poll_s=None)

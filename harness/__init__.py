@@ -18,13 +18,12 @@ from xe2tune.harness._measurement import (
     TrialResult,
     TrialStatus,
 )
-from xe2tune.harness._peaks import CeilingFile, DevicePeaks, catalog_peaks, resolve_peaks
+from xe2tune.harness._peaks import DevicePeaks, catalog_peaks
 from xe2tune.harness._roofline import RooflineModel, SdpaWork, sdpa_work, visible_pairs
 
 __all__ = [
     "BenchSettings",
     "BufferRotation",
-    "CeilingFile",
     "Ceilings",
     "CorrectnessReport",
     "DeviceListing",
@@ -42,7 +41,6 @@ __all__ = [
     "measure_ceilings",
     "open_queue",
     "resolve_device",
-    "resolve_peaks",
     "sdpa_work",
     "visible_pairs",
 ]

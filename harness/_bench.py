@@ -16,9 +16,9 @@ from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 import dpctl
-from xe2tune.harness._measurement import TimingStats
 
 from xe2tune.errors import BenchTimeout
+from xe2tune.harness._measurement import TimingStats
 
 T = TypeVar("T")
 

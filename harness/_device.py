@@ -6,10 +6,10 @@ from dataclasses import dataclass
 from functools import cache
 
 import dpctl
-from xe2tune.kernels import DeviceCaps
 
 from xe2tune.config import device_filter
 from xe2tune.errors import DeviceError
+from xe2tune.kernels import DeviceCaps
 
 DEFAULT_FALLBACK_FILTER = "opencl:cpu"
 _NO_RUNTIME_HINT = (

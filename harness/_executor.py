@@ -13,9 +13,9 @@ from dataclasses import dataclass
 import dpctl
 import dpctl.memory as dpm
 import numpy as np
-from xe2tune.kernels import BuiltProgram, LaunchPlan, ProblemSpec, numpy_dtype
 
 from xe2tune.errors import InvalidProblem, LaunchResourceError
+from xe2tune.kernels import BuiltProgram, LaunchPlan, ProblemSpec, numpy_dtype
 
 _SCALAR_TYPES = {"int": ctypes.c_int32, "float": ctypes.c_float}
 

@@ -2,16 +2,13 @@
 
 Catalog figures come from ../shared/notes/xe2-facts.md (vendor specs, derived as cores x
 per-clock rate x clock). A measured ceiling (``xe2tune roofline``) always wins: the catalog is
-only a default until the device has been measured.
+only a default until the device has been measured; measured ceilings live in the results
+database.
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import asdict, dataclass
-from pathlib import Path
-
-from xe2tune.config import data_dir
+from dataclasses import dataclass
 
 
 @dataclass(frozen=True)
@@ -59,34 +56,3 @@ def catalog_peaks(device_name: str) -> DevicePeaks | None:
                 llc_bytes=int(entry.l2_mb * 2**20),
             )
     return None
-
-
-class CeilingFile:
-    """Measured ceilings kept as JSON in the user data dir, keyed by device identity."""
-
-    def __init__(self, path: Path | None = None) -> None:
-        self.path = path or data_dir() / "ceilings.json"
-
-    def _read(self) -> dict[str, dict]:
-        if not self.path.exists():
-            return {}
-        try:
-            return json.loads(self.path.read_text())
-        except (OSError, json.JSONDecodeError):
-            return {}
-
-    def load(self, device_key: str) -> DevicePeaks | None:
-        entry = self._read().get(device_key)
-        return DevicePeaks(**entry) if entry else None
-
-    def save(self, device_key: str, peaks: DevicePeaks) -> None:
-        data = self._read()
-        data[device_key] = asdict(peaks)
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(data, indent=2, sort_keys=True))
-        tmp.replace(self.path)
-
-
-def resolve_peaks(device_key: str, device_name: str, ceilings: CeilingFile) -> DevicePeaks | None:
-    """Measured ceilings if any, else the catalog entry, else None (measure with `roofline`)."""
-    return ceilings.load(device_key) or catalog_peaks(device_name)

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+
 from xe2tune.harness._measurement import RooflineFigures
 from xe2tune.harness._peaks import DevicePeaks
 from xe2tune.kernels import ProblemSpec

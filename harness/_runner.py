@@ -10,6 +10,13 @@ import time
 from dataclasses import dataclass
 
 import dpctl
+
+from xe2tune.errors import (
+    BenchTimeout,
+    InvalidConfig,
+    KernelCompileError,
+    LaunchResourceError,
+)
 from xe2tune.harness._bench import BenchSettings, BufferRotation, bench
 from xe2tune.harness._executor import PlanExecutor
 from xe2tune.harness._measurement import TrialResult, TrialStatus
@@ -23,13 +30,6 @@ from xe2tune.kernels import (
     check_output,
     make_inputs,
     reference_sdpa,
-)
-
-from xe2tune.errors import (
-    BenchTimeout,
-    InvalidConfig,
-    KernelCompileError,
-    LaunchResourceError,
 )
 
 

@@ -42,8 +42,10 @@ class DecodeFamily(SdpaFamilyBase):
             InvalidProblem: if the problem is not a decode problem.
         """
         self._check_problem(problem)
+        # A work-group tile larger than the rows (q_len x GQA group) only computes padding.
+        rows = problem.q_len * problem.group_size
         return {
-            "bq": (1, 2, 4, 8, 16, 32, 64, 128),
+            "bq": tuple(b for b in (1, 2, 4, 8, 16, 32, 64, 128) if b < 2 * rows),
             "bk": (8, 16, 32, 64),
             "bd": (8, 16, 32, 64),
             "bv": (8, 16, 32, 64),

@@ -35,6 +35,14 @@ struct Geometry {
   }
 };
 
+// The largest divisor of n whose product with rows stays within budget vector accumulators.
+constexpr int register_tile(int n, int rows, int budget) {
+  int best = 1;
+  for (int c = 1; c <= n; ++c)
+    if (n % c == 0 && rows * c <= budget) best = c;
+  return best;
+}
+
 template <class T, int D, int BQ, int BK, int BD, int BV, int STAGES, int W, int TM, int KV_STAGE>
 struct SdpaMainloop {
   static constexpr int DV = D;
@@ -42,8 +50,10 @@ struct SdpaMainloop {
   static constexpr int NT = BQ / TM;
   static constexpr int NVK = BK / W;  // vectors per S row
   static constexpr int NVV = BV / W;  // vectors per O split row
-  // Keys per dot-product register tile when K is read in place (TM x KC vector accumulators).
-  static constexpr int KC = (BK % 4 == 0 && TM * 4 <= 12) ? 4 : (BK % 2 == 0 && TM * 2 <= 12) ? 2 : 1;
+  // Register tiles of the S product: NC vectors of keys (staged) or KC keys (in place) per row,
+  // so TM x NC (TM x KC) accumulators fit the 16 vector registers of AVX2 whatever BK is.
+  static constexpr int NC = register_tile(NVK, TM, 16);
+  static constexpr int KC = register_tile(BK, TM, 8);
   static constexpr int LOCAL_FLOATS = KV_STAGE ? D * BK + BK * DV : 1;
 
   static_assert(D % BD == 0, "BD must divide the head dim");
@@ -119,28 +129,30 @@ struct SdpaMainloop {
 
   // S = Q . K block into p, with lanes spanning keys (K^T staged in local memory).
   static void scores_staged(float (&p)[TM][BK], const float (&qs)[TM][D], const float *kt) {
-    vec acc[TM][NVK];
+    for (int c0 = 0; c0 < NVK; c0 += NC) {
+      vec acc[TM][NC];
 #pragma unroll
-    for (int r = 0; r < TM; ++r)
+      for (int r = 0; r < TM; ++r)
 #pragma unroll
-      for (int c = 0; c < NVK; ++c) acc[r][c] = vec(0.0f);
-    for (int d0 = 0; d0 < D; d0 += BD) {
+        for (int c = 0; c < NC; ++c) acc[r][c] = vec(0.0f);
+      for (int d0 = 0; d0 < D; d0 += BD) {
 #pragma unroll
-      for (int dd = 0; dd < BD; ++dd) {
-        const int d = d0 + dd;
-        vec kv[NVK];
+        for (int dd = 0; dd < BD; ++dd) {
+          const int d = d0 + dd;
+          vec kv[NC];
 #pragma unroll
-        for (int c = 0; c < NVK; ++c) kv[c] = Ops::load(kt + d * BK + c * W);
-        float a[TM];
+          for (int c = 0; c < NC; ++c) kv[c] = Ops::load(kt + d * BK + (c0 + c) * W);
+          float a[TM];
 #pragma unroll
-        for (int r = 0; r < TM; ++r) a[r] = qs[r][d];
-        Ops::mma_outer(acc, a, kv);
+          for (int r = 0; r < TM; ++r) a[r] = qs[r][d];
+          Ops::mma_outer(acc, a, kv);
+        }
       }
+#pragma unroll
+      for (int r = 0; r < TM; ++r)
+#pragma unroll
+        for (int c = 0; c < NC; ++c) Ops::store(&p[r][(c0 + c) * W], acc[r][c]);
     }
-#pragma unroll
-    for (int r = 0; r < TM; ++r)
-#pragma unroll
-      for (int c = 0; c < NVK; ++c) Ops::store(&p[r][c * W], acc[r][c]);
   }
 
   // S = Q . K block into p, with lanes spanning head dims (K read in place).
@@ -167,10 +179,22 @@ struct SdpaMainloop {
           Ops::mma_dot(acc, qv, kv);
         }
       }
+      if constexpr ((TM * KC) % W == 0) {
 #pragma unroll
-      for (int r = 0; r < TM; ++r)
+        for (int g = 0; g < TM * KC; g += W) {
+          vec group[W];
 #pragma unroll
-        for (int c = 0; c < KC; ++c) p[r][j0 + c] = Ops::reduce_sum(acc[r][c]);
+          for (int i = 0; i < W; ++i) group[i] = acc[(g + i) / KC][(g + i) % KC];
+          const vec sums = Ops::reduce_sum_transposed(group);
+#pragma unroll
+          for (int i = 0; i < W; ++i) p[(g + i) / KC][j0 + (g + i) % KC] = sums[i];
+        }
+      } else {
+#pragma unroll
+        for (int r = 0; r < TM; ++r)
+#pragma unroll
+          for (int c = 0; c < KC; ++c) p[r][j0 + c] = Ops::reduce_sum(acc[r][c]);
+      }
     }
   }
 

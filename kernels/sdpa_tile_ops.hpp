@@ -90,6 +90,21 @@ struct VecTileOps {
     return s;
   }
 
+  // Lane i of the result = the lane sum of a[i]: a transposed reduction, log2(W) levels of
+  // even/odd pair additions instead of W separate horizontal sums (a is overwritten).
+  static vec reduce_sum_transposed(vec (&a)[W]) {
+    using half_vec = sycl::vec<float, W / 2>;
+#pragma unroll
+    for (int n = W; n > 1; n /= 2)
+#pragma unroll
+      for (int i = 0; i < n / 2; ++i) {
+        const half_vec e0 = a[2 * i].even(), e1 = a[2 * i + 1].even();
+        const half_vec o0 = a[2 * i].odd(), o1 = a[2 * i + 1].odd();
+        a[i] = vec(e0, e1) + vec(o0, o1);
+      }
+    return a[0];
+  }
+
   static vec exp2(vec x) { return sycl::exp2(x); }
 };
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import optuna
+
 from xe2tune.db import DeviceRecord, open_store
 from xe2tune.harness import (
     CorrectnessReport,
@@ -196,7 +197,7 @@ def xe2tune_command() -> str:
 
 
 @contextmanager
-def running_server(db_url: str, log_path: Path, *, token: str | None = None,
+def running_server(db_url: str, log_path: Path, *, token: str | None = None, workers: int = 1,
                    startup_s: float = 120.0) -> Iterator[str]:
     """``xe2tune serve`` as a real process on a free loopback port; yields its base URL."""
     port = free_port()
@@ -204,7 +205,7 @@ def running_server(db_url: str, log_path: Path, *, token: str | None = None,
     if token is not None:
         env["XE2TUNE_API_TOKEN"] = token
     command = [xe2tune_command(), "serve", "--host", "127.0.0.1", "--port", str(port),
-               "--db", db_url]
+               "--db", db_url, "--workers", str(workers)]
     with log_path.open("w") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
     base = f"http://127.0.0.1:{port}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,13 +15,17 @@ from _api_fixtures import (
     PROBLEMS_A,
     FilledDb,
     best_fraction,
+    fill_database,
     launcher_config,
+    ok_result,
     shared_database,
     submission_payload,
 )
 from fastapi.testclient import TestClient
+
 from xe2tune.api import Settings, create_app
-from xe2tune.db import load_json, open_store
+from xe2tune.api._index import BestIndex
+from xe2tune.db import BestQuery, load_json, open_store
 from xe2tune.kernels import ProblemSpec
 
 TOKEN = "test-token-1234"
@@ -366,3 +371,32 @@ def test_post_422_names_what_is_inconsistent(empty_db: str, change: dict, named:
         assert response.status_code == 422
         assert named in response.json()["detail"]
         assert client.get("/v1/results").json()["total"] == 0
+
+
+# -- the /v1/best index -----------------------------------------------------------------------
+
+
+def test_index_keeps_answers_whose_best_did_not_change_and_recomputes_the_rest(tmp_path: Path):
+    filled = fill_database(str(tmp_path / "index.db"), with_failures=False)
+    store = open_store(filled.url)
+    try:
+        index = BestIndex(store)
+        assert index.refresh() is True and index.refresh() is False
+        query = BestQuery(head_dim=128, dtype="fp16", seq=1024, device=DEVICE_A.name)
+        first = index.answer(query)
+        assert first.status == 200 and index.cached(query) is first
+        study = next(s for s in store.studies() if s.problem == PROBLEMS_A[1]
+                     and s.device_name == DEVICE_A.name)
+        slower = launcher_config(128, 32, 32, 1, 2)
+        store.record_trial(study.id, ok_result(PROBLEMS_A[1], slower, 0.1), number=50)
+        assert index.refresh() is True
+        assert index.cached(query) is first  # the best did not change: carried over
+        faster = launcher_config(128, 256, 128, 2, 8)
+        trial_id = store.record_trial(study.id, ok_result(PROBLEMS_A[1], faster, 0.9),
+                                      number=51)
+        assert index.refresh() is True
+        after = index.cached(query)
+        assert after is not None and after is not first
+        assert json.loads(after.body)["trial_id"] == trial_id
+    finally:
+        store.close()

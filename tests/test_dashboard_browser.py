@@ -23,6 +23,7 @@ from _api_fixtures import (
     running_server,
     xe2tune_command,
 )
+
 from xe2tune.db import open_store
 
 CHROMIUM = Path("/usr/bin/chromium")

@@ -20,6 +20,7 @@ from _api_fixtures import (
     ok_result,
     shared_database,
 )
+
 from xe2tune.dashboards import ImportanceSource, collect_dashboard_info
 from xe2tune.dashboards._best_table import _get_best_table_info
 from xe2tune.dashboards._convergence import _get_convergence_info

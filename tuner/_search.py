@@ -6,8 +6,8 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from xe2tune.db import DeviceRecord, ResultStore
-from xe2tune.harness import DeviceListing, DevicePeaks
+from xe2tune.db import ResultStore
+from xe2tune.harness import DeviceListing
 from xe2tune.kernels import ProblemSpec, family_for_mode, source_hash
 from xe2tune.tuner._budget import TuneBudget
 from xe2tune.tuner._study import Observer, StudyIds, StudyProgress, StudyRun
@@ -24,26 +24,13 @@ class SearchPlan:
     seed: int | None = None
 
 
-def device_record(listing: DeviceListing, peaks: DevicePeaks) -> DeviceRecord:
-    """The store's row for a device, with the peaks the roofline fractions were computed from."""
-    c = listing.caps
-    return DeviceRecord(
-        name=c.name, backend=c.backend, device_type=c.device_type,
-        driver=listing.driver_version, compute_units=c.compute_units,
-        global_mem_bytes=c.global_mem_bytes, local_mem_bytes=c.local_mem_bytes,
-        max_work_group_size=c.max_work_group_size, sub_group_sizes=c.sub_group_sizes,
-        peak_flops=dict(peaks.flops), peak_bandwidth=peaks.bandwidth,
-        peak_source=peaks.source,
-    )
-
-
 def run_search(
     plan: SearchPlan,
     *,
     store: ResultStore,
     runner: TrialRunner,
     listing: DeviceListing,
-    peaks: DevicePeaks,
+    device_id: int,
     observe: Observer,
     should_stop: Callable[[], bool],
 ) -> list[StudyProgress]:
@@ -53,7 +40,6 @@ def run_search(
         EmptySpaceError: a problem without a single valid config on this device.
         StoreError: the database failed.
     """
-    device_id = store.upsert_device(device_record(listing, peaks))
     deadline = (time.perf_counter() + plan.budget.timeout_s) if plan.budget.timeout_s else None
     finished: list[StudyProgress] = []
     for problem in plan.problems:

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 import optuna
 from optuna.trial import TrialState
+
 from xe2tune.db import BestQuery, ResultStore, TrialRow
 from xe2tune.harness import TrialResult, TrialStatus
 from xe2tune.harness._runner import MeasureRequest

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import sys
 
-from xe2tune.cli import _bench  # noqa: F401  (each module registers its commands on app)
-from xe2tune.cli import _devices  # noqa: F401
-from xe2tune.cli import _search  # noqa: F401
-from xe2tune.cli import _query  # noqa: F401
-from xe2tune.cli import _serve  # noqa: F401
+from xe2tune.cli import (
+    _bench,  # noqa: F401  (each module registers its commands on app)
+    _devices,  # noqa: F401
+    _query,  # noqa: F401
+    _search,  # noqa: F401
+    _serve,  # noqa: F401
+)
 from xe2tune.cli._app import app, err_console
 from xe2tune.errors import Xe2TuneError
 

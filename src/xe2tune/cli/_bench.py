@@ -10,8 +10,9 @@ import typer
 from rich.table import Table
 
 from xe2tune.cli._app import app, console
-from xe2tune.cli._devices import DeviceOption, JsonOption
+from xe2tune.cli._devices import DbOption, DeviceOption, JsonOption
 from xe2tune.cli._session import open_session
+from xe2tune.db import open_store
 from xe2tune.errors import InvalidConfig, InvalidProblem
 from xe2tune.harness import BenchSettings, TrialResult, TrialStatus
 from xe2tune.harness._runner import ConfigRunner, MeasureRequest
@@ -111,6 +112,7 @@ def bench(
     nbuf: Annotated[int, typer.Option(help="rotated buffer sets (cache busting)")] = 4,
     time_budget: Annotated[float, typer.Option(help="seconds for the timed part")] = 5.0,
     device: DeviceOption = None,
+    db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Build a config (the family's default when none is given), check it, and time it."""
@@ -124,7 +126,9 @@ def bench(
     except ValueError as exc:
         raise InvalidProblem(str(exc)) from None
     launcher = parse_config(config) if config else None
-    session = open_session(device, quiet=as_json)
+    store = open_store(db)
+    session = open_session(device, store, quiet=as_json)
+    store.close()
     family = family_for_mode(problem.mode)
     launcher = launcher or family.default_config(problem, session.caps)
     reason = family.invalid_reason(launcher, problem, session.caps)

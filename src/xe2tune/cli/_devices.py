@@ -9,15 +9,16 @@ import typer
 from rich.table import Table
 
 from xe2tune.cli._app import app, console
-from xe2tune.errors import DeviceError
-from xe2tune.harness import CeilingFile, DevicePeaks, list_devices, measure_ceilings, open_queue
-from xe2tune.harness._peaks_lookup import device_key, peaks_for
+from xe2tune.cli._session import listing_for, save_measured, stored_peaks
+from xe2tune.db import open_store
+from xe2tune.harness import DevicePeaks, list_devices, measure_ceilings, open_queue
 
 DeviceOption = Annotated[
     str | None,
     typer.Option("--device", help="SYCL filter string, e.g. level_zero:gpu:0 or opencl:cpu"),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+DbOption = Annotated[str | None, typer.Option("--db", help="SQLAlchemy URL of the results DB")]
 
 
 def _peaks_dict(peaks: DevicePeaks | None) -> dict | None:
@@ -31,11 +32,12 @@ def _peaks_dict(peaks: DevicePeaks | None) -> dict | None:
 
 
 @app.command()
-def devices(as_json: JsonOption = False) -> None:
+def devices(as_json: JsonOption = False, db: DbOption = None) -> None:
     """List every SYCL device with its limits and the roofline peaks xe2tune will use."""
     listings = list_devices()
     if not listings:
         open_queue()  # raises DeviceError with the install hint
+    store = open_store(db)
     rows = []
     for d in listings:
         c = d.caps
@@ -45,8 +47,9 @@ def devices(as_json: JsonOption = False) -> None:
             "max_work_group": c.max_work_group_size, "subgroup_sizes": list(c.sub_group_sizes),
             "local_mem_bytes": c.local_mem_bytes, "global_mem_bytes": c.global_mem_bytes,
             "fp16": c.has_fp16, "matrix_engine": c.has_matrix_engine,
-            "peaks": _peaks_dict(peaks_for(d)),
+            "peaks": _peaks_dict(stored_peaks(store, d)[1]),
         })
+    store.close()
     if as_json:
         print(json.dumps(rows, indent=2))
         return
@@ -68,21 +71,18 @@ def devices(as_json: JsonOption = False) -> None:
 
 
 @app.command()
-def roofline(device: DeviceOption = None, as_json: JsonOption = False) -> None:
-    """Measure the device's FMA and copy ceilings and keep them as its roofline peaks."""
+def roofline(device: DeviceOption = None, as_json: JsonOption = False,
+             db: DbOption = None) -> None:
+    """Measure the device's FMA and copy ceilings and store them as its roofline peaks."""
     queue = open_queue(device)
-    listing = next(
-        (d for d in list_devices() if d.caps.name == queue.sycl_device.name
-         and d.caps.backend == queue.sycl_device.backend.name), None,
-    )
-    if listing is None:
-        raise DeviceError(f"device {queue.sycl_device.name} vanished while measuring")
+    listing = listing_for(queue)
+    store = open_store(db)
+    device_id, _ = stored_peaks(store, listing)
     if not as_json:
         console.print(f"measuring ceilings of {listing.filter_string} ({listing.caps.name}) ...")
     ceilings = measure_ceilings(queue)
-    llc = max(listing.global_mem_cache_bytes, 0)
-    peaks = ceilings.peaks(llc)
-    CeilingFile().save(device_key(listing), peaks)
+    peaks = save_measured(store, listing, device_id, ceilings)
+    store.close()
     result = {
         "device": listing.filter_string, "name": listing.caps.name,
         "fma_fp32_gflops": ceilings.fma_fp32 / 1e9, "fma_fp16_gflops": ceilings.fma_fp16 / 1e9,

@@ -17,7 +17,7 @@ from xe2tune.cli._devices import DeviceOption, JsonOption
 from xe2tune.cli._session import open_session
 from xe2tune.db import open_store
 from xe2tune.errors import InvalidProblem
-from xe2tune.harness import BenchSettings
+from xe2tune.harness import BenchSettings, resolve_device
 from xe2tune.harness._runner import ConfigRunner
 from xe2tune.tuner import (
     DEFAULT_SAMPLER,
@@ -156,9 +156,7 @@ def search(
     """Search launcher configs for every problem of a head dim and store the best ones."""
     if sampler not in SAMPLER_NAMES:
         raise fail(f"unknown sampler {sampler!r}; choose one of {', '.join(SAMPLER_NAMES)}")
-    store = open_store(db)
-    session = open_session(device, quiet=quiet or as_json)
-    on_gpu = session.caps.device_type == "gpu"
+    on_gpu = resolve_device(device).device_type.name == "gpu"
     try:
         budget = TuneBudget(
             trials=trials if trials is not None else (GPU_TRIALS if on_gpu else CPU_TRIALS),
@@ -173,6 +171,8 @@ def search(
         heads_q=heads_q, heads_kv=heads_kv, batch=batch,
     )
     problems = default_problems(head_dim, on_gpu=on_gpu, overrides=overrides)
+    store = open_store(db)
+    session = open_session(device, store, quiet=quiet or as_json)
     settings = BenchSettings(time_budget_s=GPU_BENCH_BUDGET_S if on_gpu else CPU_BENCH_BUDGET_S)
     runner = InProcessTrialRunner(ConfigRunner(
         session.queue, session.caps, session.roofline, settings, session.llc_bytes))
@@ -201,7 +201,7 @@ def search(
             view.live = live
             progresses = run_search(
                 SearchPlan(problems=problems, sampler=sampler, budget=budget, seed=seed),
-                store=store, runner=runner, listing=session.listing, peaks=session.peaks,
+                store=store, runner=runner, listing=session.listing, device_id=session.device_id,
                 observe=view, should_stop=lambda: stop_requested,
             )
     finally:

@@ -46,7 +46,9 @@ def serve(
                   highlight=False, soft_wrap=True)
     uvicorn.run("xe2tune.api.main:create_app", factory=True, host=host, port=port,
                 workers=workers, access_log=access_log, log_level="info",
-                timeout_graceful_shutdown=5)
+                timeout_graceful_shutdown=5,
+                # a worker imports the SYCL runtime and pandas first: give it time to answer
+                timeout_worker_healthcheck=120)
 
 
 @app.command()

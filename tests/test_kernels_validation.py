@@ -1,0 +1,211 @@
+"""Config validation, config mapping, the reference and the output check: no device needed,
+except for the two tests proving that the C++ static_asserts reject what invalid_reason rejects.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import random
+
+import ml_dtypes
+import numpy as np
+import pytest
+from conftest import CPU_CAPS
+
+import xe2tune
+from xe2tune.errors import InvalidConfig, InvalidProblem, KernelCompileError
+from xe2tune.kernels import (
+    HEAD_DIMS,
+    LauncherConfig,
+    ProblemSpec,
+    build_program,
+    check_output,
+    family_for_mode,
+    family_names,
+    get_family,
+    make_inputs,
+    reference_sdpa,
+)
+
+
+def P(mode="prefill", d=128, dtype="fp16", q_len=129, kv_len=1000, hq=8, hkv=2,  # noqa: N802
+      causal=False):
+    return ProblemSpec(mode, d, dtype, q_len, kv_len, heads_q=hq, heads_kv=hkv, causal=causal)
+
+
+PREFILL = dict(bq=64, bk=16, bd=16, bv=16, stages=1, subgroup_size=8, rows_per_item=8,
+               kv_stage=True)
+DECODE = dict(PREFILL, bq=4, rows_per_item=4, kv_stage=False, kv_chunk=512)
+
+
+@pytest.mark.parametrize("mode", ["prefill", "decode"])
+@pytest.mark.parametrize("dtype", ["fp16", "bf16", "fp32"])
+@pytest.mark.parametrize("head_dim", HEAD_DIMS)
+@pytest.mark.parametrize("q_len, group", [(1, 1), (16, 8), (1000, 4)])
+def test_default_config_is_valid_everywhere(mode, dtype, head_dim, q_len, group):
+    if mode == "decode" and q_len > 16:
+        q_len = 7
+    problem = P(mode, head_dim, dtype, q_len, 1000, hq=8 * group, hkv=8)
+    family = family_for_mode(mode)
+    config = family.default_config(problem, CPU_CAPS)
+    assert family.invalid_reason(config, problem, CPU_CAPS) is None
+    assert family.plan(config, problem, CPU_CAPS).launches
+
+
+def _with(caps=CPU_CAPS, **changes):
+    return dataclasses.replace(caps, **changes)
+
+
+INVALID = [
+    # (mode, head dim, parameter changes, caps, words the reason must contain)
+    ("prefill", 96, dict(bd=64), CPU_CAPS, "BD 64 must divide the head dim 96"),
+    ("prefill", 128, dict(bk=8, subgroup_size=16, bd=16, bv=16), CPU_CAPS, "must divide BK 8"),
+    ("prefill", 128, dict(subgroup_size=32, bk=32, bd=32, bv=32), CPU_CAPS, "vector width"),
+    ("prefill", 128, dict(subgroup_size=4, bk=8, bd=8, bv=8), _with(sub_group_sizes=(8, 16)),
+     "not supported by the device"),
+    ("prefill", 96, dict(bv=64), CPU_CAPS, "BV 64 must divide the V head dim 96"),
+    ("prefill", 128, dict(bd=8, subgroup_size=16, bk=16, bv=16), CPU_CAPS, "must divide BD 8"),
+    ("prefill", 128, dict(bv=8, subgroup_size=16), CPU_CAPS, "must divide BV 8"),
+    ("prefill", 128, dict(bq=8, rows_per_item=3), CPU_CAPS, "rows_per_item 3 must divide BQ 8"),
+    ("prefill", 128, dict(bq=128, rows_per_item=1), _with(max_work_group_size=64),
+     "exceeds the device maximum 64"),
+    ("prefill", 256, dict(bk=64), _with(local_mem_bytes=64 * 1024), "local memory"),
+    ("prefill", 128, dict(stages=-1), CPU_CAPS, "stages must be >= 0"),
+    ("prefill", 128, {}, _with(has_fp16=False), "no fp16"),
+    ("decode", 128, dict(kv_chunk=100), CPU_CAPS, "kv_chunk 100 must be a positive multiple"),
+]
+
+
+@pytest.mark.parametrize("mode, head_dim, changes, caps, reason", INVALID,
+                         ids=[case[-1] for case in INVALID])
+def test_invalid_configs_are_rejected_before_building(mode, head_dim, changes, caps, reason):
+    problem = P(mode, head_dim, q_len=1 if mode == "decode" else 129)
+    family = family_for_mode(mode)
+    params = {**(PREFILL if mode == "prefill" else DECODE), **changes}
+    config = family.config_from_params(problem, params)
+    got = family.invalid_reason(config, problem, caps)
+    assert got is not None and reason in got
+    with pytest.raises(InvalidConfig, match=reason):
+        family.plan(config, problem, caps)
+
+
+def test_hand_made_config_inconsistent_with_the_vocabulary():
+    problem = P()
+    family = family_for_mode("prefill")
+    good = family.config_from_params(problem, PREFILL)
+    bad_pv = dataclasses.replace(good, shape_pv=(64, 16, 32))
+    assert "shape_pv must be (BQ, BV, BK)" in family.invalid_reason(bad_pv, problem, CPU_CAPS)
+    bad_out = dataclasses.replace(good, shape_out=(64, 64))
+    assert "shape_out must be (BQ, Dv)" in family.invalid_reason(bad_out, problem, CPU_CAPS)
+    bad_layout = dataclasses.replace(good, subgroup_layout=(4, 2))
+    assert "subgroup_layout must be" in family.invalid_reason(bad_layout, problem, CPU_CAPS)
+    no_knobs = dataclasses.replace(good, knobs=())
+    assert "knobs" in family.invalid_reason(no_knobs, problem, CPU_CAPS)
+    assert "serves mode prefill" in family.invalid_reason(good, P("decode", q_len=1), CPU_CAPS)
+
+
+def test_bad_parameters_raise_invalid_config():
+    family = family_for_mode("decode")
+    with pytest.raises(InvalidConfig, match="missing"):
+        family.config_from_params(P("decode", q_len=1), {"bq": 4})
+    with pytest.raises(InvalidConfig, match="integers"):
+        family.config_from_params(P("decode", q_len=1), {**DECODE, "bk": "x"})
+    with pytest.raises(InvalidProblem, match="serves mode decode"):
+        family.parameter_space(P("prefill"))
+
+
+@pytest.mark.parametrize("mode", ["prefill", "decode"])
+def test_params_config_round_trip_over_a_sample(mode):
+    problem = P(mode, 64, q_len=3 if mode == "decode" else 129)
+    family = family_for_mode(mode)
+    space = family.parameter_space(problem)
+    rng = random.Random(0)
+    valid = 0
+    for _ in range(300):
+        params = {name: rng.choice(list(values)) for name, values in space.items()}
+        config = family.config_from_params(problem, params)
+        assert family.params_from_config(config) == params
+        assert LauncherConfig.from_dict(config.to_dict()) == config
+        if family.invalid_reason(config, problem, CPU_CAPS) is None:
+            valid += 1
+            plan = family.plan(config, problem, CPU_CAPS)
+            assert plan.defines["VTILES"] * plan.defines["BV"] == 64
+    assert valid > 0
+
+
+def test_registry():
+    assert set(family_names()) == {"sdpa_prefill", "sdpa_decode"}
+    assert get_family("sdpa_decode").mode == "decode"
+    with pytest.raises(InvalidConfig, match="accepted: sdpa_prefill, sdpa_decode"):
+        get_family("nope")
+    with pytest.raises(InvalidConfig, match="no kernel family serves mode"):
+        family_for_mode("training")
+
+
+# The C++ side rejects the same configs: built with validation bypassed, the static_asserts fire.
+STATIC_ASSERT_CASES = [
+    (dict(bd=24), "BD must divide the head dim"),
+    (dict(subgroup_size=32, bk=32, bd=32, bv=32), "SG_SIZE (vector lanes) must be 4, 8 or 16"),
+]
+
+
+@pytest.mark.requires_xpu
+@pytest.mark.parametrize("changes, message", STATIC_ASSERT_CASES, ids=["bd", "sg_size"])
+def test_cpp_static_asserts_mirror_invalid_reason(cpu_queue, changes, message):
+    problem = P("prefill", 64, "fp32")
+    family = family_for_mode("prefill")
+    config = family.config_from_params(problem, {**PREFILL, **changes})
+    assert family.invalid_reason(config, problem, CPU_CAPS) is not None
+    with pytest.raises(KernelCompileError) as info:
+        build_program(cpu_queue, family.source_file, family.kernel_names,
+                      family.defines(config, problem))
+    assert message in info.value.log
+
+
+def test_reference_masks_bottom_right_and_zeroes_rows_without_keys():
+    problem = P("prefill", 64, "fp32", q_len=4, kv_len=2, hq=2, hkv=1, causal=True)
+    q, k, v = make_inputs(problem)
+    out = reference_sdpa(problem, q, k, v)
+    # query i sees keys 0 .. i - 2: rows 0 and 1 see none, row 2 sees key 0 only
+    assert np.all(out[:, :2] == 0)
+    np.testing.assert_allclose(out[0, 2], np.broadcast_to(v[0, 0, 0], (2, 64)), rtol=1e-12)
+
+
+def test_check_output_counts_nan_first_and_applies_thresholds():
+    problem = P("prefill", 64, "fp16", q_len=3, kv_len=5, hq=2, hkv=2)
+    q, k, v = make_inputs(problem)
+    ref = reference_sdpa(problem, q, k, v)
+    good = ref.astype(np.float16)
+    assert check_output(problem, good, ref).passed
+    poisoned = good.copy()
+    poisoned[0, 1, 1, 3] = np.nan
+    report = check_output(problem, poisoned, ref)
+    assert report.nonfinite == 1 and not report.passed and report.max_abs_error == np.inf
+    off = good.astype(np.float32) + 0.01
+    assert not check_output(problem, off, ref).passed
+
+
+def test_inputs_are_seeded_non_zero_and_typed():
+    problem = P("decode", 64, "bf16", q_len=2, kv_len=9)
+    a = make_inputs(problem, seed=1)
+    b = make_inputs(problem, seed=1)
+    assert all(x.dtype == ml_dtypes.bfloat16 for x in a)
+    assert all(np.array_equal(x.view(np.uint16), y.view(np.uint16)) for x, y in zip(a, b,
+                                                                                   strict=True))
+    assert all(np.count_nonzero(x.astype(np.float32) == 0) == 0 for x in a)
+    assert a[0].shape == (1, 2, 8, 64) and a[1].shape == (1, 9, 2, 64)
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: (np.zeros((4, 2, 64)),) * 3, "dtype float64 is not supported"),
+    (lambda: (np.zeros((4, 2, 64), np.float16), np.zeros((4, 2, 64), np.float32),
+              np.zeros((4, 2, 64), np.float32)), "dtypes differ"),
+    (lambda: (np.zeros((4, 64), np.float16),) * 3, "got 2 dimensions"),
+    (lambda: (np.zeros((4, 2, 100), np.float16),) * 3, "head dim 100 is not supported"),
+    (lambda: (np.zeros((4, 3, 64), np.float16), np.zeros((4, 2, 64), np.float16),
+              np.zeros((4, 2, 64), np.float16)), "multiple of heads_kv"),
+])
+def test_sdpa_rejects_bad_input_with_one_line(make, message):
+    with pytest.raises(InvalidProblem, match=message) as info:
+        xe2tune.sdpa(*make())
+    assert "\n" not in str(info.value)

@@ -1,0 +1,124 @@
+"""End-to-end search on the real device into a real SQLite file: budgets, resume, interrupt."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import time
+
+import pytest
+
+from xe2tune.db import ResultFilters, open_store
+
+SMALL = ["--head-dim", "64", "--mode", "prefill", "--no-causal", "--seq", "128",
+         "--dtype", "fp32", "--heads-q", "2", "--heads-kv", "2"]
+
+
+def search(db_url: str, *args: str, timeout: float = 400) -> subprocess.CompletedProcess:
+    return subprocess.run(["xe2tune", "search", *SMALL, "--db", db_url, "--json", *args],
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def ok_trials(db_url: str) -> list:
+    store = open_store(db_url)
+    try:
+        return store.results(ResultFilters(), limit=1000)
+    finally:
+        store.close()
+
+
+@pytest.mark.slow
+def test_search_stores_consistent_rows_and_resumes_without_remeasuring(tmp_path):
+    url = f"sqlite:///{tmp_path / 'tune.db'}"
+    first = search(url, "--trials", "3", "--seed", "1")
+    assert first.returncode == 0, first.stderr
+    report = json.loads(first.stdout)
+    (row,) = report["problems"]
+    assert row["measured"] == 3 and row["reused"] == 0
+    assert row["best_median_s"] <= row["default_median_s"]
+    stored = ok_trials(url)
+    assert len(stored) == 3
+    assert len({r.config_hash for r in stored}) == 3
+    assert sum(r.is_default for r in stored) == 1
+    for r in stored:
+        if r.status.value == "ok":
+            m = r.measurement
+            assert m.median_s > 0 and m.iterations >= 1 and 0 < m.roofline_fraction
+            assert m.passed and m.nonfinite == 0
+
+    second = search(url, "--trials", "2", "--seed", "2")
+    assert second.returncode == 0, second.stderr
+    (row2,) = json.loads(second.stdout)["problems"]
+    assert row2["measured"] == 2
+    stored = ok_trials(url)
+    assert len(stored) == 5 and len({r.config_hash for r in stored}) == 5
+    assert row2["best_median_s"] <= row["best_median_s"]
+
+    best = subprocess.run(["xe2tune", "best", "--head-dim", "64", "--dtype", "fp32",
+                           "--seq", "128", "--heads-q", "2", "--heads-kv", "2", "--db", url,
+                           "--json"], capture_output=True, text=True, timeout=120)
+    assert best.returncode == 0, best.stderr
+    answer = json.loads(best.stdout)
+    assert answer["match"] == "exact"
+
+
+@pytest.mark.slow
+def test_sigint_stops_after_the_current_trial_and_the_rerun_resumes(tmp_path):
+    url = f"sqlite:///{tmp_path / 'tune.db'}"
+    proc = subprocess.Popen(["xe2tune", "search", *SMALL, "--db", url, "--quiet",
+                             "--trials", "40"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and proc.poll() is None:
+        if (tmp_path / "tune.db").exists() and _count(tmp_path / "tune.db") >= 1:
+            break
+        time.sleep(0.5)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 130, err
+    assert "Traceback" not in err
+    con = sqlite3.connect(tmp_path / "tune.db")
+    assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    con.close()
+    before = ok_trials(url)
+    assert 1 <= len(before) < 40
+    rerun = search(url, "--trials", "1")
+    assert rerun.returncode == 0, rerun.stderr
+    after = ok_trials(url)
+    assert len(after) == len(before) + 1
+    assert len({(r.study_id, r.config_hash) for r in after}) == len(after)
+
+
+def _count(path: os.PathLike) -> int:
+    try:
+        con = sqlite3.connect(path, timeout=1)
+        try:
+            return con.execute("SELECT count(*) FROM xe2t_trials").fetchone()[0]
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return 0
+
+
+@pytest.mark.parametrize(
+    ("args", "needle"),
+    [
+        (["--sampler", "nope"], "unknown sampler 'nope'"),
+        (["--trials", "0"], "--trials must be >= 1"),
+        (["--db", "sqlite:////nonexistent-dir/x/y.db"], "nonexistent-dir"),
+        (["--db", "notaurl"], "notaurl"),
+        (["--head-dim", "1000"], "head dim 1000"),
+        (["--dtype", "fp64"], "fp64"),
+    ],
+)
+def test_bad_input_is_one_line(args, needle, tmp_path):
+    base = ["xe2tune", "search", "--head-dim", "64", "--seq", "64"]
+    if "--db" not in args:
+        base += ["--db", f"sqlite:///{tmp_path / 'x.db'}"]
+    proc = subprocess.run([*base, *args], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0], proc.stderr
