@@ -5,7 +5,7 @@ Build the app with :func:`create_app`; ``xe2tune serve`` runs it on uvicorn.
 
 from __future__ import annotations
 
-from xe2tune.api.main import create_app
+from xe2tune.api.main import create_app, create_asgi_app
 from xe2tune.api.settings import Settings, get_settings
 
-__all__ = ["Settings", "create_app", "get_settings"]
+__all__ = ["Settings", "create_app", "create_asgi_app", "get_settings"]

@@ -92,11 +92,6 @@ class BestIndex:
         self._answers_lock = threading.Lock()
         self._raw: dict[bytes, BestQuery] = {}
 
-    @property
-    def version(self) -> int:
-        """The data version the current answers were computed at (-1 before the first load)."""
-        return self._snapshot.version
-
     def cached(self, query: BestQuery) -> Answer | None:
         """The remembered answer of a query, without computing anything."""
         return self._snapshot.answers.get(query)

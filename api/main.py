@@ -34,7 +34,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     if settings is not None:
         app.dependency_overrides[get_settings] = lambda: chosen
     install_error_handlers(app)
-    app.add_middleware(BestFastPath)
     for module in (_best, _configs, _results, _devices, _studies, _health, _dashboard):
         app.include_router(module.router)
     return app
+
+
+def create_asgi_app(settings: Settings | None = None) -> BestFastPath:
+    """What ``xe2tune serve`` runs: :func:`create_app` behind the ``/v1/best`` fast path."""
+    return BestFastPath(create_app(settings))

@@ -7,14 +7,16 @@ What it does:
   1. Fills a SQLite database with N synthetic measurements through the store's public write
      API (``ResultStore.record_trial``), in parallel processes, and keeps it in the xe2tune
      cache dir so later runs reuse it (it is checked by counting rows).
-  2. Starts ``xe2tune serve`` on a free loopback port against it.
-  3. Runs ``wrk`` (Debian package ``wrk``: ``apt-get install -y wrk``) with 200 connections on a
-     rotation of /v1/best queries (exact and nearest matches), and prints its percentiles.
+  2. Starts ``xe2tune serve --workers W`` on a free loopback port against it.
+  3. Paced (open-loop) run, which decides the target: 2,000 requests/s offered over 200
+     keep-alive connections on a fixed schedule, latency measured from each request's scheduled
+     time (so a slow answer is not hidden by the next request waiting for it, as in wrk2).
+  4. wrk (Debian package ``wrk``: ``apt-get install -y wrk``) with the same 200 connections as
+     fast as they go: the capacity. wrk is closed-loop, so its latency is mostly queueing
+     behind the other 199 connections (mean latency = connections / throughput).
 
-wrk is closed-loop: each connection sends its next request when the previous answer arrives,
-so latency includes queueing behind the other 199 connections (Little's law: mean latency =
-connections / throughput). The machine is shared with the load generator; the load average
-before the run is printed because other processes skew the result.
+The load generators share the 2 cores with the server, as the target says; the load average
+before the run is printed because other processes on the machine skew the result.
 
 Usage:
     python benchmarks/api_load.py [--measurements 100000] [--connections 200] [--duration 20]
@@ -23,6 +25,7 @@ Usage:
 from __future__ import annotations
 
 import argparse
+import asyncio
 import dataclasses
 import hashlib
 import multiprocessing
@@ -148,6 +151,13 @@ end
 """
 
 
+def fetch(url: str) -> bytes:
+    """GET a URL that must answer 200."""
+    with urllib.request.urlopen(url, timeout=600) as response:
+        assert response.status == 200, url
+        return response.read()
+
+
 def run_wrk(base: str, connections: int, duration: int, threads: int) -> dict[str, float]:
     """wrk's latency percentiles (ms), throughput and error counts."""
     paths = ", ".join(f'"/v1/best?{q}"' for q in QUERIES)
@@ -159,11 +169,13 @@ def run_wrk(base: str, connections: int, duration: int, threads: int) -> dict[st
     output = subprocess.run(command, capture_output=True, text=True, check=True).stdout
     os.unlink(script.name)
     print(output)
-    units = {"us": 1e-3, "ms": 1.0, "s": 1e3}
+    units = {"us": 1e-3, "ms": 1.0, "s": 1e3, "m": 60e3}
     result = {}
     for pct in ("50", "75", "90", "99"):
-        value, unit = re.search(rf"^\s+{pct}%\s+([\d.]+)(us|ms|s)$", output, re.M).groups()
-        result[f"p{pct}_ms"] = float(value) * units[unit]
+        found = re.search(rf"^\s+{pct}%\s+([\d.]+)(us|ms|s|m)\s*$", output, re.M)
+        if found is None:
+            raise SystemExit(f"cannot read the {pct}% latency from wrk's output above")
+        result[f"p{pct}_ms"] = float(found.group(1)) * units[found.group(2)]
     result["rps"] = float(re.search(r"Requests/sec:\s+([\d.]+)", output).group(1))
     non2xx = re.search(r"Non-2xx or 3xx responses:\s+(\d+)", output)
     result["non_2xx"] = float(non2xx.group(1)) if non2xx else 0.0
@@ -173,12 +185,86 @@ def run_wrk(base: str, connections: int, duration: int, threads: int) -> dict[st
     return result
 
 
+async def _read_answer(reader: asyncio.StreamReader) -> int:
+    head = await reader.readuntil(b"\r\n\r\n")
+    status = int(head[9:12])
+    length = int(re.search(rb"(?i)content-length:\s*(\d+)", head).group(1))
+    await reader.readexactly(length)
+    return status
+
+
+async def _paced_connection(port: int, requests: list[bytes], start: float, interval: float,
+                            end: float, latencies: list[float], statuses: list[int]) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        sent = 0
+        while (scheduled := start + sent * interval) < end:
+            delay = scheduled - time.perf_counter()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            writer.write(requests[sent % len(requests)])
+            statuses.append(await _read_answer(reader))
+            # From the scheduled time, not the send time: a late answer delays the next send,
+            # and that wait counts as latency (no coordinated omission).
+            latencies.append(time.perf_counter() - scheduled)
+            sent += 1
+    finally:
+        writer.close()
+
+
+async def _paced_load(port: int, rate: float, connections: int, duration: float
+                      ) -> tuple[list[float], list[int], float]:
+    requests = [f"GET /v1/best?{q} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode()
+                for q in QUERIES]
+    interval = connections / rate
+    start = time.perf_counter() + 1.0  # uvloop's loop.time() has only millisecond resolution
+    latencies: list[float] = []
+    statuses: list[int] = []
+    await asyncio.gather(*(
+        _paced_connection(port, requests[i % len(requests):] + requests[:i % len(requests)],
+                          start + interval * i / connections, interval, start + duration,
+                          latencies, statuses)
+        for i in range(connections)))
+    return latencies, statuses, time.perf_counter() - start
+
+
+def run_paced(base: str, rate: float, connections: int, duration: int) -> dict[str, float]:
+    """Open-loop load: ``rate`` requests/s offered over ``connections`` keep-alive connections.
+
+    Each connection sends on a fixed schedule (staggered across connections), so the offered
+    load does not fall when the server slows down; latency is measured from the scheduled send
+    time, as wrk2 does.
+    """
+    import uvloop
+
+    port = int(base.rsplit(":", 1)[1])
+    print(f"$ paced load: {rate:.0f} req/s offered over {connections} connections for "
+          f"{duration} s (asyncio + uvloop, in this process)", flush=True)
+    latencies, statuses, elapsed = uvloop.run(_paced_load(port, rate, connections, duration))
+    ordered = sorted(latencies)
+
+    def pct(p: float) -> float:
+        return ordered[min(len(ordered) - 1, int(p / 100 * len(ordered)))] * 1e3
+
+    return {"p50_ms": pct(50), "p75_ms": pct(75), "p90_ms": pct(90), "p99_ms": pct(99),
+            "max_ms": ordered[-1] * 1e3, "rps": len(latencies) / elapsed,
+            "non_2xx": float(sum(s != 200 for s in statuses)), "socket_errors": 0.0}
+
+
+def _line(name: str, result: dict[str, float]) -> str:
+    return (f"{name}: p50 {result['p50_ms']:.2f} ms, p99 {result['p99_ms']:.2f} ms, "
+            f"{result['rps']:.0f} req/s, non-2xx {result['non_2xx']:.0f}, "
+            f"socket errors {result['socket_errors']:.0f}")
+
+
 def main() -> None:
     """Parse arguments, fill, serve, load, report."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--measurements", type=int, default=100_000)
     parser.add_argument("--connections", type=int, default=200)
     parser.add_argument("--duration", type=int, default=20, help="seconds of load")
+    parser.add_argument("--rate", type=float, default=TARGET_RPS,
+                        help="offered requests/s of the paced (open-loop) run")
     parser.add_argument("--wrk-threads", type=int, default=1)
     parser.add_argument("--workers", type=int, default=2, help="xe2tune serve --workers")
     parser.add_argument("--fill-workers", type=int, default=os.cpu_count() or 2)
@@ -190,18 +276,26 @@ def main() -> None:
             running_server(url, Path(tmp) / "serve.log", workers=args.workers) as base:
         # The first sight of a query string in each worker validates and indexes it; the
         # kernel spreads connections over the workers, so ask each query a few times.
+        started = time.monotonic()
         for query in QUERIES * 4 * args.workers:
-            with urllib.request.urlopen(f"{base}/v1/best?{query}", timeout=30) as response:
-                assert response.status == 200, query
+            fetch(f"{base}/v1/best?{query}")
+        print(f"warm-up ({len(QUERIES)} queries, first answers through ResultStore.best): "
+              f"{time.monotonic() - started:.1f} s")
         print(f"server {base} ({args.workers} workers); load average before the run: "
               + ", ".join(f"{v:.2f}" for v in os.getloadavg()))
-        result = run_wrk(base, args.connections, args.duration, args.wrk_threads)
-    ok = result["p99_ms"] < TARGET_P99_MS and result["rps"] >= TARGET_RPS
-    print(f"GET /v1/best, {args.measurements} measurements, {args.connections} connections: "
-          f"p50 {result['p50_ms']:.2f} ms, p99 {result['p99_ms']:.2f} ms, "
-          f"{result['rps']:.0f} req/s, non-2xx {result['non_2xx']:.0f}, "
-          f"socket errors {result['socket_errors']:.0f}")
-    print(f"target p99 < {TARGET_P99_MS:.0f} ms and >= {TARGET_RPS:.0f} req/s: "
+        paced = run_paced(base, args.rate, args.connections, args.duration)
+        closed = run_wrk(base, args.connections, args.duration, args.wrk_threads)
+        started = time.monotonic()
+        size = len(fetch(f"{base}/dashboard/data"))
+        print(f"dashboard data at this size: {size / 1e6:.1f} MB built and sent in "
+              f"{time.monotonic() - started:.1f} s")
+    where = f"GET /v1/best, {args.measurements} measurements, {args.connections} connections"
+    print(f"{where}\n  {_line(f'paced at {args.rate:.0f} req/s offered', paced)}"
+          f"\n  {_line('wrk, as fast as it goes', closed)}")
+    # The last scheduled requests finish just after the window: allow 1 % on the rate.
+    ok = paced["p99_ms"] < TARGET_P99_MS and paced["rps"] >= TARGET_RPS * 0.99 \
+        and paced["non_2xx"] == 0
+    print(f"target (p99 < {TARGET_P99_MS:.0f} ms while serving >= {TARGET_RPS:.0f} req/s): "
           + ("MET" if ok else "MISSED"))
 
 

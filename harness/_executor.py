@@ -64,7 +64,7 @@ class PlanExecutor:
         return sum(self._bytes.values())
 
     def allocate(self, q: np.ndarray, k: np.ndarray, v: np.ndarray) -> BufferSet:
-        """Device buffers holding copies of q, k, v, a NaN-poisoned o, and zeroed scratch.
+        """Device buffers holding copies of q, k, v, and NaN-poisoned o and scratch.
 
         Raises:
             InvalidProblem: if an input's shape or dtype differs from the problem's.
@@ -79,7 +79,7 @@ class PlanExecutor:
                 )
             buffers[name].copy_from_host(_to_bytes(array))
         for name in self.plan.scratch:
-            buffers[name].memset(0)
+            buffers[name].memset(0xFF)  # all-ones bytes are a float NaN: unwritten partials show
         buffer_set = BufferSet(buffers, self.buffer_set_bytes)
         self.poison_output(buffer_set)
         return buffer_set

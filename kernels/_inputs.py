@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import ml_dtypes
 import numpy as np
-from xe2tune.kernels._problem import DTYPES, ProblemSpec
 
 from xe2tune.errors import InvalidProblem
+from xe2tune.kernels._problem import DTYPES, ProblemSpec
 
 # bf16 host data is ml_dtypes.bfloat16: the same 2-byte bits as sycl::ext::oneapi::bfloat16.
 NUMPY_DTYPES: dict[str, np.dtype] = {

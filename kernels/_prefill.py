@@ -15,7 +15,7 @@ from xe2tune.kernels._sdpa_family import SdpaFamilyBase
 # benchmarks/kernel_defaults.py. Later entries are fallbacks for devices or head dims where the
 # first is invalid.
 DEFAULT_PARAMS: tuple[dict[str, Any], ...] = (
-    {"bq": 64, "bk": 16, "bd": 16, "bv": 16, "stages": 1, "subgroup_size": 8,
+    {"bq": 128, "bk": 32, "bd": 16, "bv": 16, "stages": 1, "subgroup_size": 8,
      "rows_per_item": 8, "kv_stage": True},
     {"bq": 32, "bk": 16, "bd": 16, "bv": 16, "stages": 1, "subgroup_size": 8,
      "rows_per_item": 4, "kv_stage": False},

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
+from xe2tune.errors import InvalidConfig
 from xe2tune.kernels._decode import DecodeFamily
 from xe2tune.kernels._family import KernelFamily
 from xe2tune.kernels._prefill import PrefillFamily
-
-from xe2tune.errors import InvalidConfig
 
 _FAMILIES: dict[str, KernelFamily] = {f.name: f for f in (PrefillFamily(), DecodeFamily())}
 

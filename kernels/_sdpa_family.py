@@ -26,11 +26,10 @@ import math
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from xe2tune.errors import InvalidConfig, InvalidProblem
 from xe2tune.kernels._config import LauncherConfig
 from xe2tune.kernels._device_caps import DeviceCaps
 from xe2tune.kernels._problem import ProblemSpec
-
-from xe2tune.errors import InvalidConfig, InvalidProblem
 
 DTYPE_CODES = {"fp32": 0, "fp16": 1, "bf16": 2}
 VECTOR_WIDTHS = (4, 8, 16)  # sycl::vec sizes the tile ops accept (static_assert in C++)

@@ -6,6 +6,7 @@ import math
 from typing import TYPE_CHECKING
 
 import numpy as np
+
 from xe2tune.kernels._problem import ProblemSpec
 
 if TYPE_CHECKING:

@@ -105,7 +105,23 @@ struct VecTileOps {
     return a[0];
   }
 
-  static vec exp2(vec x) { return sycl::exp2(x); }
+  // 2^x = 2^n * e^(f ln2) with n = rint(x), |f| <= 1/2: a degree-6 Taylor polynomial (relative
+  // error < 2e-7) in FMAs. sycl::exp2 costs ~25% of the whole prefill on the CPU runtime. Inputs
+  // below -126 (including -inf, masked scores) give exactly 0; the mainloop only passes x <= 0.
+  static vec exp2(vec x) {
+    const vec xc = sycl::fmax(x, vec(-127.0f));
+    const vec n = sycl::rint(xc);
+    const vec y = (xc - n) * vec(0.693147180559945f);
+    vec p(1.0f / 720.0f);
+    p = sycl::fma(p, y, vec(1.0f / 120.0f));
+    p = sycl::fma(p, y, vec(1.0f / 24.0f));
+    p = sycl::fma(p, y, vec(1.0f / 6.0f));
+    p = sycl::fma(p, y, vec(0.5f));
+    p = sycl::fma(p, y, vec(1.0f));
+    p = sycl::fma(p, y, vec(1.0f));
+    const sycl::vec<int, W> bits = (n.template convert<int>() + 127) << 23;
+    return p * bits.template as<vec>();
+  }
 };
 
 }  // namespace xe2t

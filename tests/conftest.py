@@ -10,10 +10,10 @@ import functools
 from typing import TYPE_CHECKING
 
 import pytest
-from xe2tune.harness import device_caps, open_queue
-from xe2tune.kernels import DeviceCaps
 
 from xe2tune.errors import DeviceError
+from xe2tune.harness import device_caps, open_queue
+from xe2tune.kernels import DeviceCaps
 
 if TYPE_CHECKING:  # dpctl must load after xe2tune has set the runtime environment
     import dpctl

@@ -22,10 +22,13 @@ from _api_fixtures import (
     submission_payload,
 )
 from fastapi.testclient import TestClient
+from typer.testing import CliRunner
 
-from xe2tune.api import Settings, create_app
+from xe2tune.api import Settings, create_app, create_asgi_app
 from xe2tune.api._index import BestIndex
+from xe2tune.cli import app
 from xe2tune.db import BestQuery, load_json, open_store
+from xe2tune.errors import StoreError
 from xe2tune.kernels import ProblemSpec
 
 TOKEN = "test-token-1234"
@@ -38,7 +41,7 @@ def filled(tmp_path_factory: pytest.TempPathFactory) -> FilledDb:
 
 @pytest.fixture(scope="module")
 def client(filled: FilledDb) -> Iterator[TestClient]:
-    with TestClient(create_app(Settings(db_url=filled.url))) as test_client:
+    with TestClient(create_asgi_app(Settings(db_url=filled.url))) as test_client:
         yield test_client
 
 
@@ -113,11 +116,21 @@ def test_best_keeps_causal_and_mode_apart(client: TestClient):
     assert decode["problem"]["mode"] == "decode" and decode["problem"]["heads_q"] == 32
 
 
-def test_best_repeats_identical_bytes_from_the_index(client: TestClient):
-    params = {"head_dim": 128, "dtype": "fp16", "seq": 4096}
-    first, second = _best(client, **params), _best(client, **params)
-    assert first.content == second.content
-    assert second.headers["content-type"] == "application/json"
+def test_best_repeats_identical_bytes_from_the_fast_path(client: TestClient):
+    index = client.app.app.state.best_index
+    raw = b"head_dim=128&dtype=fp16&seq=4096"
+    first = client.get(f"/v1/best?{raw.decode()}")
+    assert index.cached_raw(raw) is not None  # the next request never reaches the router
+    second = client.get(f"/v1/best?{raw.decode()}")
+    assert first.content == second.content and second.status_code == 200
+    assert second.headers["content-type"] == first.headers["content-type"]
+    assert second.headers["content-length"] == first.headers["content-length"]
+
+
+def test_best_never_remembers_a_bad_query_string(client: TestClient):
+    raw = b"head_dim=128&dtype=fp16&seq=0"
+    assert client.get(f"/v1/best?{raw.decode()}").status_code == 422
+    assert client.app.app.state.best_index.cached_raw(raw) is None
 
 
 def test_best_404_hints_what_is_tuned_and_how_to_tune(client: TestClient):
@@ -400,3 +413,27 @@ def test_index_keeps_answers_whose_best_did_not_change_and_recomputes_the_rest(t
         assert json.loads(after.body)["trial_id"] == trial_id
     finally:
         store.close()
+
+
+# -- the CLI commands -----------------------------------------------------------------------
+
+
+def test_report_writes_one_self_contained_file(filled: FilledDb, tmp_path: Path):
+    out = tmp_path / "report.html"
+    result = CliRunner().invoke(app, ["report", "--out", str(out), "--db", filled.url])
+    assert result.exit_code == 0, result.output
+    html = out.read_text(encoding="utf-8")
+    assert 'id="xe2t-data"' in html and "<script src=" not in html
+    assert "Plotly" in html and html.count("Roofline: Synthetic Xe2") == 2
+
+
+def test_report_refuses_a_missing_directory(filled: FilledDb, tmp_path: Path):
+    result = CliRunner().invoke(app, ["report", "--out", str(tmp_path / "no" / "r.html"),
+                                      "--db", filled.url])
+    assert result.exit_code == 2 and "does not exist" in result.output
+
+
+def test_serve_refuses_a_malformed_database_url_before_binding():
+    result = CliRunner().invoke(app, ["serve", "--db", "not a url", "--port", "0"])
+    assert isinstance(result.exception, StoreError)
+    assert "malformed database URL" in str(result.exception)

@@ -33,11 +33,14 @@ CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic
                   "--no-first-run", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync", "--window-size=1400,2200")
 
-pytestmark = pytest.mark.skipif(
-    not (CHROMIUM.exists() and CHROMEDRIVER.exists()),
-    reason="Debian chromium and chromium-driver are not installed "
-           "(apt-get install -y chromium chromium-driver)",
-)
+pytestmark = [
+    pytest.mark.slow,  # a server process, a browser and a report: about a minute
+    pytest.mark.skipif(
+        not (CHROMIUM.exists() and CHROMEDRIVER.exists()),
+        reason="Debian chromium and chromium-driver are not installed "
+               "(apt-get install -y chromium chromium-driver)",
+    ),
+]
 
 # Markers actually drawn as SVG paths, per roofline chart, for the traces of measured configs.
 COUNT_POINTS = """

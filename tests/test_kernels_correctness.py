@@ -13,6 +13,8 @@ import random
 
 import numpy as np
 import pytest
+
+import xe2tune
 from xe2tune.harness._executor import PlanExecutor
 from xe2tune.kernels import (
     DeviceCaps,
@@ -24,8 +26,6 @@ from xe2tune.kernels import (
     make_inputs,
     reference_sdpa,
 )
-
-import xe2tune
 
 pytestmark = pytest.mark.requires_xpu
 

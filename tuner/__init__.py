@@ -1,27 +1,102 @@
-"""Search: spaces of valid configs, samplers, the study loop and replay of recorded spaces."""
+"""Search: spaces of valid configs, samplers, the study loop and replay of recorded spaces.
+
+A search runs over a ``FiniteSpace``: the *valid* configs of a kernel family, enumerated up front.
+``make_sampler(name, space, seed)`` returns an optuna sampler that only ever proposes a valid
+config the study has not evaluated, is not evaluating and has not queued. Use it with ask/tell,
+giving ``study.ask`` exactly the space's distributions::
+
+    space = FiniteSpace.from_params(params, valid=predicate_or_list_of_config_dicts)
+    study = optuna.create_study(
+        storage=url, study_name=name, load_if_exists=True, direction="minimize",
+        sampler=make_sampler(DEFAULT_SAMPLER, space, seed=None),
+    )
+    study.enqueue_trial(default_config, skip_if_exists=True)  # then neighbours' best configs
+    distributions = space.distributions()
+    for _ in range(n_trials):
+        trial = study.ask(distributions)          # enqueued trials come out first, as given
+        config = trial.params                     # a dict: one of space.configs
+        try:
+            time_ms = measure(config)
+        except (KernelCompileError, LaunchResourceError, WrongResultError) as exc:
+            study.tell(trial, state=optuna.trial.TrialState.FAIL)  # never proposed again
+        else:
+            study.tell(trial, time_ms)            # minimized
+
+Resuming is the same code: the sampler reads the study's trials from storage on every ask
+(COMPLETE with their values; FAIL and PRUNED as tried; RUNNING and WAITING as taken). When
+every valid config is tried, ``ask`` raises ``SpaceExhaustedError``; stop at ``len(space)``
+trials to avoid it. One sampler instance per study.
+
+Offline, ``load_recording`` reads a brute-forced Kernel Tuner cache or T4 file, ``replay``
+answers a sampler's trials from it, and ``evaluate`` scores seeded replays with the
+methodology of Willemsen et al. (``methodology_score``: 0 = random search, 1 = optimum).
+"""
 
 from __future__ import annotations
 
 from xe2tune.tuner._budget import TuneBudget
+from xe2tune.tuner._evaluate import (
+    FRACTIONS,
+    SeedResult,
+    StrategyReport,
+    evaluate,
+    report_points,
+    score_run,
+)
+from xe2tune.tuner._finite_sampler import FiniteSpaceSampler, History, SpaceExhaustedError
 from xe2tune.tuner._problems import ProblemOverrides, default_problems
-from xe2tune.tuner._samplers import DEFAULT_SAMPLER, SAMPLER_NAMES, make_sampler
+from xe2tune.tuner._replay import NotARecordingError, Recording, ReplayRun, load_recording, replay
+from xe2tune.tuner._samplers import (
+    DEFAULT_SAMPLER,
+    SAMPLER_NAMES,
+    UnknownSamplerError,
+    make_sampler,
+)
+from xe2tune.tuner._score import (
+    RandomBaseline,
+    methodology_score,
+    random_baseline,
+    score_points,
+    trials_to_fraction,
+)
 from xe2tune.tuner._search import SearchPlan, run_search
-from xe2tune.tuner._space import FiniteSpace
+from xe2tune.tuner._space import EmptySpaceError, FiniteSpace
 from xe2tune.tuner._study import Outcome, StudyProgress
 from xe2tune.tuner._trial_runner import InProcessTrialRunner, TrialRunner
 
 __all__ = [
     "DEFAULT_SAMPLER",
+    "FRACTIONS",
     "SAMPLER_NAMES",
+    "EmptySpaceError",
     "FiniteSpace",
+    "FiniteSpaceSampler",
+    "History",
     "InProcessTrialRunner",
+    "NotARecordingError",
     "Outcome",
     "ProblemOverrides",
+    "RandomBaseline",
+    "Recording",
+    "ReplayRun",
     "SearchPlan",
+    "SeedResult",
+    "SpaceExhaustedError",
+    "StrategyReport",
     "StudyProgress",
     "TrialRunner",
     "TuneBudget",
+    "UnknownSamplerError",
     "default_problems",
+    "evaluate",
+    "load_recording",
     "make_sampler",
+    "methodology_score",
+    "random_baseline",
+    "replay",
+    "report_points",
     "run_search",
+    "score_points",
+    "score_run",
+    "trials_to_fraction",
 ]

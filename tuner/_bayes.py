@@ -14,22 +14,28 @@ from xe2tune.tuner._gp import FiniteGP
 if TYPE_CHECKING:
     from xe2tune.tuner._space import FiniteSpace
 
-__all__ = ["GPSampler", "features"]
+__all__ = ["ENCODINGS", "GPSampler", "expected_improvement", "normal_cdf"]
 
 
-
-def features(space: FiniteSpace) -> np.ndarray:
-    """Each config as its parameters' value positions scaled to [0, 1] (constant ones dropped).
-
-    Neighbouring values of a parameter are taken to behave alike, which holds for the numeric
-    and boolean parameters of kernel spaces; string values keep their listed order.
-    """
-    ordinals = space.ordinals.astype(float)
+def _ordinal(space: FiniteSpace) -> np.ndarray:
+    """Each value's position in its parameter's list, scaled to [0, 1]: neighbours alike."""
     sizes = np.array([len(space.values[n]) for n in space.names], dtype=float)
     keep = sizes > 1
-    if not keep.any():
-        return np.zeros((len(space), 1))
-    return ordinals[:, keep] / (sizes[keep] - 1.0)
+    return space.ordinals[:, keep] / (sizes[keep] - 1.0)
+
+
+def _onehot(space: FiniteSpace) -> np.ndarray:
+    """One column per value (scaled so that two differing values are at distance 1)."""
+    columns = [
+        np.eye(len(space.values[n]))[space.ordinals[:, j]] / math.sqrt(2.0)
+        for j, n in enumerate(space.names)
+        if len(space.values[n]) > 1
+    ]
+    return np.hstack(columns)
+
+
+ENCODINGS = {"ordinal": _ordinal, "onehot": _onehot}
+"""How configs become GP features: ordered value positions, or one indicator per value."""
 
 
 def normal_cdf(z: np.ndarray) -> np.ndarray:
@@ -44,17 +50,19 @@ def expected_improvement(mean: np.ndarray, var: np.ndarray, best: float) -> np.n
     """EI of minimization below ``best`` for a Gaussian posterior (mean, var)."""
     sd = np.sqrt(var) + 1e-12
     z = (best - mean) / sd
-    cdf = normal_cdf(z)
     pdf = np.exp(-0.5 * z * z) / math.sqrt(2.0 * math.pi)
-    return (best - mean) * cdf + sd * pdf
+    return (best - mean) * normal_cdf(z) + sd * pdf
 
 
 class GPSampler(FiniteSpaceSampler):
     """GP-EI: random configs until ``startup`` succeed, then the config of highest EI.
 
-    The model is a GP on standardized log time (failed configs are given the worst observed
-    value so the model steers away from them). Hyperparameters are refitted whenever the
-    number of observations has grown by ``refit_growth`` since the last fit.
+    The model is a GP on standardized log time over the configs encoded as ``encodings``
+    (one additive kernel component per encoding). Failed configs get the worst observed value,
+    so the model steers away from them. Hyperparameters are refitted whenever the number of
+    observations has grown by ``refit_growth`` since the last fit. With ``local_every = k``,
+    every k-th choice is restricted to the incumbent's unevaluated neighbours (configs that
+    differ in one parameter), when it has any.
     """
 
     def __init__(
@@ -62,29 +70,50 @@ class GPSampler(FiniteSpaceSampler):
         space: FiniteSpace,
         seed: int | None = None,
         *,
+        encodings: tuple[str, ...] = ("ordinal", "onehot"),
         startup: int = 5,
-        refit_growth: float = 1.2,
+        refit_growth: float = 1.25,
+        local_every: int = 0,
     ) -> None:
-        """Bind to ``space``; ``startup`` random successes precede the model."""
+        """Bind to ``space``; see the class docstring for the options."""
         super().__init__(space, seed)
+        self._encodings = encodings
         self._startup = startup
         self._growth = refit_growth
+        self._local_every = local_every
         self._gp: FiniteGP | None = None
         self._next_fit = 0
+        self._steps = 0
 
     def _choose(self, history: History, rng: np.random.Generator) -> int:
         if int(history.ok.sum()) < self._startup:
             return int(rng.choice(np.flatnonzero(history.candidates)))
-        gp, y = self._model(history, rng)
-        mean, var = gp.predict(y)
-        ok = np.isfinite(self._last_values)
-        ei = expected_improvement(mean, var, float(y[ok].min()))
-        ei[~history.candidates] = -np.inf
+        ei = self.acquisition(history, rng)
+        self._steps += 1
+        if self._local_every and self._steps % self._local_every == 0:
+            ordinals = self.space.ordinals
+            incumbent = ordinals[history.incumbent()]
+            near = ((ordinals != incumbent).sum(1) == 1) & history.candidates
+            if near.any():
+                return int(np.argmax(np.where(near, ei, -np.inf)))
         return int(np.argmax(ei))
+
+    def acquisition(self, history: History, rng: np.random.Generator) -> np.ndarray:
+        """EI of every config under the model of ``history`` (-inf where not a candidate)."""
+        gp, values = self._model(history, rng)
+        y = _targets(values)
+        if len(gp.rows) >= self._next_fit:
+            gp.fit(y)
+            self._next_fit = math.ceil(len(gp.rows) * self._growth)
+        mean, var = gp.predict(y)
+        ei = expected_improvement(mean, var, float(y[np.isfinite(values)].min()))
+        ei[~history.candidates] = -np.inf
+        return ei
 
     def _model(self, history: History, rng: np.random.Generator) -> tuple[FiniteGP, np.ndarray]:
         if self._gp is None:
-            self._gp = FiniteGP(features(self.space), rng)
+            blocks = [ENCODINGS[e](self.space) for e in self._encodings]
+            self._gp = FiniteGP(blocks, rng)
         gp = self._gp
         value_of = dict(zip(history.indices.tolist(), history.values.tolist()))
         seen = set(gp.rows)
@@ -92,13 +121,7 @@ class GPSampler(FiniteSpaceSampler):
             if index not in seen:
                 gp.observe(index)
                 seen.add(index)
-        values = np.array([value_of.get(r, math.nan) for r in gp.rows])
-        self._last_values = values
-        y = _targets(values)
-        if len(gp.rows) >= self._next_fit:
-            gp.fit(y)
-            self._next_fit = math.ceil(len(gp.rows) * self._growth)
-        return gp, y
+        return gp, np.array([value_of.get(r, math.nan) for r in gp.rows])
 
 
 def _targets(values: np.ndarray) -> np.ndarray:

@@ -1,153 +1,202 @@
 """A small Gaussian-process model over a finite set of points, in numpy only.
 
-The search spaces are finite and enumerated, so the posterior is kept for *every* config at
-once and updated by one rank-one step per observation (O(n N) for n observations and N
-configs) instead of being recomputed (O(n^2 N)). Hyperparameters (ARD Matern-5/2 length
-scales, signal and noise variance) are fitted by maximizing the log marginal likelihood with
-Adam on analytic gradients, now and then, on at most ``FIT_POINTS`` observations.
+The kernel is a sum of Matern-5/2 components, one per feature block (e.g. parameter values as
+ordered positions, and the same values one-hot): each block has its own signal variance and
+ARD length scales, so the marginal likelihood decides how much of the response is a smooth
+trend and how much belongs to individual values.
+
+The search spaces are finite and enumerated, so the posterior is kept for *every* point at once
+and updated by one rank-one step per observation (O(n N) for n observations and N points)
+instead of being recomputed (O(n^2 N)). Hyperparameters are fitted by maximizing the log
+marginal likelihood with Adam on analytic gradients, now and then, on at most ``FIT_POINTS``
+observations.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["FIT_POINTS", "FiniteGP", "matern52"]
+__all__ = ["FIT_POINTS", "FiniteGP"]
 
 FIT_POINTS = 200
 """Most observations used to fit hyperparameters (a random subset beyond that)."""
+FIRST_STEPS = 60
+"""Adam steps of the first fit; later fits start from the previous hyperparameters."""
+REFIT_STEPS = 20
 
 _SQRT5 = math.sqrt(5.0)
-_LOG_BOUNDS = {"length": (math.log(0.05), math.log(20.0)), "noise": (math.log(1e-6), 0.0)}
-
-
-def matern52(a: np.ndarray, b: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """Matern-5/2 correlation between the rows of ``a`` and ``b`` (unit signal variance)."""
-    r = np.sqrt(_scaled_sq_dist(a, b, lengths))
-    return (1.0 + _SQRT5 * r + (5.0 / 3.0) * r * r) * np.exp(-_SQRT5 * r)
-
-
-def _scaled_sq_dist(a: np.ndarray, b: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    sa, sb = a / lengths, b / lengths
-    d = (sa * sa).sum(1)[:, None] + (sb * sb).sum(1)[None, :] - 2.0 * sa @ sb.T
-    return np.maximum(d, 0.0)
+_LENGTH = (math.log(0.05), math.log(20.0), math.log(0.5))  # bounds and prior centre, log scale
+_SIGNAL = (-6.0, 3.0)
+_NOISE = (math.log(1e-6), 0.0)
 
 
 class FiniteGP:
-    """GP posterior over all rows of ``points`` (N x d, features scaled to [0, 1]).
+    """GP posterior over all N points, given as feature blocks (N x d_b each, scaled to [0, 1]).
 
-    Usage: ``observe(i)`` adds row i to the training set (its target comes later), ``fit(y)``
-    refits hyperparameters on the current targets, ``predict(y)`` gives the posterior mean
-    and variance at every row for targets ``y`` (one per observed row, standardized by the
-    caller). Targets may change between calls (e.g. imputed values for failed configs); only
-    the observed rows and hyperparameters define the cached state.
+    Usage: ``observe(i)`` adds point i to the training set (its target comes later),
+    ``fit(y)`` refits hyperparameters to the current targets, ``predict(y)`` gives the posterior
+    mean and variance at every point for targets ``y`` (one per observed point, in ``rows``
+    order, standardized by the caller). Targets may change between calls (e.g. imputed values
+    for failed configs); only the observed points and the hyperparameters define the cache.
     """
 
-    def __init__(self, points: np.ndarray, rng: np.random.Generator) -> None:
-        self._points = points
+    def __init__(self, blocks: Sequence[np.ndarray], rng: np.random.Generator) -> None:
+        self._blocks = [np.asarray(b, dtype=float) for b in blocks]
         self._rng = rng
-        d = points.shape[1]
-        self.log_lengths = np.full(d, math.log(0.5))
-        self.log_signal = 0.0
+        self._n_points = self._blocks[0].shape[0]
+        self.log_lengths = [np.full(b.shape[1], _LENGTH[2]) for b in self._blocks]
+        self.log_signals = np.full(len(self._blocks), -math.log(len(self._blocks)))
         self.log_noise = math.log(1e-3)
+        self._fitted = False
         self._rows: list[int] = []
         self._kinv = np.zeros((16, 16))
-        self._kcx = np.zeros((points.shape[0], 16))
-        self._var = np.full(points.shape[0], 1.0)
+        self._kxc = np.zeros((16, self._n_points), dtype=np.float32)
+        self._var = np.full(self._n_points, self._prior_var())
+        self._scale()
 
     @property
     def rows(self) -> list[int]:
-        """Observed row indices, in order."""
+        """Observed point indices, in order."""
         return list(self._rows)
 
     def observe(self, row: int) -> None:
-        """Condition on one more row: a Schur-complement update of K^-1 and the variances."""
-        signal, noise = math.exp(self.log_signal), math.exp(self.log_noise)
-        lengths = np.exp(self.log_lengths)
-        k_all = signal * matern52(self._points, self._points[row : row + 1], lengths)[:, 0]
+        """Condition on one more point: a Schur-complement update of K^-1 and the variances."""
+        k_all = self._k_column(row)
         n = len(self._rows)
         if n == self._kinv.shape[0]:
             self._grow(2 * n)
-        kinv, kcx = self._kinv[:n, :n], self._kcx[:, :n]
+        kinv, kxc = self._kinv[:n, :n], self._kxc[:n]
         k_old = k_all[self._rows]
         u = kinv @ k_old
-        schur = max(signal + noise - k_old @ u, 1e-12)
-        cov = k_all - kcx @ u
+        schur = max(self._prior_var() + math.exp(self.log_noise) - k_old @ u, 1e-12)
+        cov = k_all - u.astype(np.float32) @ kxc
         self._var = np.maximum(self._var - cov * cov / schur, 0.0)
         kinv += np.outer(u, u) / schur
         self._kinv[:n, n] = self._kinv[n, :n] = -u / schur
         self._kinv[n, n] = 1.0 / schur
-        self._kcx[:, n] = k_all
+        self._kxc[n] = k_all
         self._rows.append(row)
 
     def predict(self, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Posterior mean and variance (of the latent function) at every row."""
+        """Posterior mean and variance (of the latent function) at every point."""
         n = len(self._rows)
-        return self._kcx[:, :n] @ (self._kinv[:n, :n] @ y), self._var
+        alpha = (self._kinv[:n, :n] @ y).astype(np.float32)
+        return (alpha @ self._kxc[:n]).astype(float), self._var
+
+    def fit(self, y: np.ndarray) -> None:
+        """Refit hyperparameters to (observed points, ``y``), then rebuild the cached posterior."""
+        steps = REFIT_STEPS if self._fitted else FIRST_STEPS
+        self._fitted = True
+        rows = np.array(self._rows)
+        pick = np.arange(len(rows))
+        if len(rows) > FIT_POINTS:
+            pick = np.sort(self._rng.choice(len(rows), FIT_POINTS, replace=False))
+        xs = [b[rows[pick]] for b in self._blocks]
+        theta, lo, hi = self._pack()
+        m, v = np.zeros_like(theta), np.zeros_like(theta)
+        for step in range(1, steps + 1):
+            grad = _lml_grad(theta, xs, y[pick])
+            if grad is None:
+                break
+            m = 0.9 * m + 0.1 * grad
+            v = 0.999 * v + 0.001 * grad * grad
+            theta += 0.1 * (m / (1 - 0.9**step)) / (np.sqrt(v / (1 - 0.999**step)) + 1e-8)
+            np.clip(theta, lo, hi, out=theta)
+        self._unpack(theta)
+        self._scale()
+        self._rebuild()
+
+    def _pack(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        theta = np.concatenate([*self.log_lengths, self.log_signals, [self.log_noise]])
+        d = sum(len(ll) for ll in self.log_lengths)
+        lo = np.concatenate([np.full(d, _LENGTH[0]), np.full(len(self._blocks), _SIGNAL[0])])
+        hi = np.concatenate([np.full(d, _LENGTH[1]), np.full(len(self._blocks), _SIGNAL[1])])
+        return theta, np.append(lo, _NOISE[0]), np.append(hi, _NOISE[1])
+
+    def _unpack(self, theta: np.ndarray) -> None:
+        start = 0
+        for i, ll in enumerate(self.log_lengths):
+            self.log_lengths[i] = theta[start : start + len(ll)].copy()
+            start += len(ll)
+        self.log_signals = theta[start : start + len(self._blocks)].copy()
+        self.log_noise = float(theta[-1])
+
+    def _prior_var(self) -> float:
+        return float(np.exp(self.log_signals).sum())
+
+    def _scale(self) -> None:
+        self._scaled = [b / np.exp(ll) for b, ll in zip(self._blocks, self.log_lengths)]
+        self._norms = [(s * s).sum(1) for s in self._scaled]
+
+    def _k_column(self, row: int) -> np.ndarray:
+        k = np.zeros(self._n_points)
+        for s, norms, log_signal in zip(self._scaled, self._norms, self.log_signals):
+            d = np.maximum(norms + norms[row] - 2.0 * (s @ s[row]), 0.0)
+            k += math.exp(log_signal) * _matern(np.sqrt(d))
+        return k
 
     def _grow(self, capacity: int) -> None:
         n = len(self._rows)
         kinv = np.zeros((capacity, capacity))
         kinv[:n, :n] = self._kinv[:n, :n]
-        kcx = np.zeros((self._kcx.shape[0], capacity))
-        kcx[:, :n] = self._kcx[:, :n]
-        self._kinv, self._kcx = kinv, kcx
-
-    def fit(self, y: np.ndarray, steps: int = 60) -> None:
-        """Refit hyperparameters to (observed rows, ``y``), then rebuild the cached posterior."""
-        rows = np.array(self._rows)
-        pick = np.arange(len(rows))
-        if len(rows) > FIT_POINTS:
-            pick = np.sort(self._rng.choice(len(rows), FIT_POINTS, replace=False))
-        x, t = self._points[rows[pick]], y[pick]
-        theta = np.concatenate([self.log_lengths, [self.log_signal, self.log_noise]])
-        m, v = np.zeros_like(theta), np.zeros_like(theta)
-        lo = np.concatenate([np.full(len(self.log_lengths), _LOG_BOUNDS["length"][0]), [-3, -14]])
-        hi = np.concatenate([np.full(len(self.log_lengths), _LOG_BOUNDS["length"][1]), [3, 0]])
-        for step in range(1, steps + 1):
-            grad = _lml_grad(theta, x, t)
-            if grad is None:
-                break
-            m = 0.9 * m + 0.1 * grad
-            v = 0.999 * v + 0.001 * grad * grad
-            theta = theta + 0.1 * (m / (1 - 0.9**step)) / (np.sqrt(v / (1 - 0.999**step)) + 1e-8)
-            theta = np.clip(theta, lo, hi)
-        self.log_lengths, self.log_signal, self.log_noise = theta[:-2], theta[-2], theta[-1]
-        self._rebuild()
+        kxc = np.zeros((capacity, self._n_points), dtype=np.float32)
+        kxc[:n] = self._kxc[:n]
+        self._kinv, self._kxc = kinv, kxc
 
     def _rebuild(self) -> None:
-        signal, noise = math.exp(self.log_signal), math.exp(self.log_noise)
-        lengths = np.exp(self.log_lengths)
         n = len(self._rows)
-        x = self._points[self._rows]
         self._grow(max(16, 2 * n))
-        kinv = np.linalg.inv(signal * matern52(x, x, lengths) + noise * np.eye(n))
-        kcx = signal * matern52(self._points, x, lengths)
+        kxc = np.zeros((n, self._n_points))
+        for s, norms, log_signal in zip(self._scaled, self._norms, self.log_signals):
+            d = norms[self._rows][:, None] + norms[None, :] - 2.0 * (s[self._rows] @ s.T)
+            kxc += math.exp(log_signal) * _matern(np.sqrt(np.maximum(d, 0.0)))
+        k = kxc[:, self._rows] + math.exp(self.log_noise) * np.eye(n)
+        kinv = np.linalg.inv(k)
         self._kinv[:n, :n] = kinv
-        self._kcx[:, :n] = kcx
-        self._var = np.maximum(signal - np.einsum("ij,ij->i", kcx @ kinv, kcx), 0.0)
+        self._kxc[:n] = kxc
+        self._var = np.maximum(self._prior_var() - np.einsum("ij,ij->j", kinv @ kxc, kxc), 0.0)
 
 
-def _lml_grad(theta: np.ndarray, x: np.ndarray, y: np.ndarray) -> np.ndarray | None:
-    """Gradient of the log marginal likelihood (plus a weak log-normal prior on lengths)."""
-    lengths = np.exp(theta[:-2])
-    signal, noise = math.exp(theta[-2]), math.exp(theta[-1])
-    r = np.sqrt(_scaled_sq_dist(x, x, lengths))
-    e = np.exp(-_SQRT5 * r)
-    kf = signal * (1.0 + _SQRT5 * r + (5.0 / 3.0) * r * r) * e
-    k = kf + noise * np.eye(len(y))
+def _matern(r: np.ndarray) -> np.ndarray:
+    return (1.0 + _SQRT5 * r + (5.0 / 3.0) * r * r) * np.exp(-_SQRT5 * r)
+
+
+def _lml_grad(theta: np.ndarray, xs: list[np.ndarray], y: np.ndarray) -> np.ndarray | None:
+    """Gradient of the log marginal likelihood plus a weak log-normal prior on the lengths.
+
+    ``theta`` = (log lengths of every block, log signal per block, log noise).
+    """
+    n = len(y)
+    parts, start = [], 0
+    k = math.exp(theta[-1]) * np.eye(n)
+    signals = theta[-1 - len(xs) : -1]
+    for x, log_signal in zip(xs, signals):
+        lengths = np.exp(theta[start : start + x.shape[1]])
+        xs_b = x / lengths
+        norms = (xs_b * xs_b).sum(1)
+        r = np.sqrt(np.maximum(norms[:, None] + norms[None, :] - 2.0 * xs_b @ xs_b.T, 0.0))
+        e = np.exp(-_SQRT5 * r)
+        kf = math.exp(log_signal) * (1.0 + _SQRT5 * r + (5.0 / 3.0) * r * r) * e
+        k += kf
+        parts.append((xs_b, r, e, kf, log_signal))
+        start += x.shape[1]
     try:
         kinv = np.linalg.inv(k)
     except np.linalg.LinAlgError:
         return None
     alpha = kinv @ y
     w = np.outer(alpha, alpha) - kinv
-    a = w * (signal * (5.0 / 3.0) * (1.0 + _SQRT5 * r) * e)
-    xs = x / lengths
-    row = a.sum(1)
-    g_len = 0.5 * (2.0 * (row @ (xs * xs)) - 2.0 * np.einsum("id,ij,jd->d", xs, a, xs))
-    g_len -= (theta[:-2] - math.log(0.5)) / 4.0
-    g_signal = 0.5 * float((w * kf).sum())
-    g_noise = 0.5 * noise * float(np.trace(w))
-    return np.concatenate([g_len, [g_signal, g_noise]])
+    grads, g_signals = [], []
+    for xs_b, r, e, kf, log_signal in parts:
+        a = w * (math.exp(log_signal) * (5.0 / 3.0) * (1.0 + _SQRT5 * r) * e)
+        row = a.sum(1)
+        g = row @ (xs_b * xs_b) - np.einsum("id,ij,jd->d", xs_b, a, xs_b)
+        grads.append(g)
+        g_signals.append(0.5 * float((w * kf).sum()))
+    g_len = np.concatenate(grads)
+    g_len -= (theta[: len(g_len)] - _LENGTH[2]) / 4.0
+    g_noise = 0.5 * math.exp(theta[-1]) * float(np.trace(w))
+    return np.concatenate([g_len, g_signals, [g_noise]])

@@ -66,8 +66,7 @@ def sdpa(
     arrays = {"q": np.asarray(q), "k": np.asarray(k), "v": np.asarray(v)}
     squeeze = arrays["q"].ndim == 3
     q4, k4, v4 = (_as_4d(name, a) for name, a in arrays.items())
-    if len({q4.ndim, k4.ndim, v4.ndim}) != 1 or any(a.ndim != arrays["q"].ndim
-                                                   for a in arrays.values()):
+    if any(a.ndim != arrays["q"].ndim for a in arrays.values()):
         raise InvalidProblem("q, k and v must all have a batch axis or all lack one")
     if not q4.dtype == k4.dtype == v4.dtype:
         raise InvalidProblem(f"q, k, v dtypes differ: {q4.dtype}, {k4.dtype}, {v4.dtype}")

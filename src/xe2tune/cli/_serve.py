@@ -44,8 +44,8 @@ def serve(
                   f"database {url}; POST /v1/results "
                   + ("enabled" if config.api_token() else "disabled (no XE2TUNE_API_TOKEN)"),
                   highlight=False, soft_wrap=True)
-    uvicorn.run("xe2tune.api.main:create_app", factory=True, host=host, port=port,
-                workers=workers, access_log=access_log, log_level="info",
+    uvicorn.run("xe2tune.api.main:create_asgi_app", factory=True, host=host, port=port,
+                workers=workers, access_log=access_log, log_level="info", proxy_headers=False,
                 timeout_graceful_shutdown=5,
                 # a worker imports the SYCL runtime and pandas first: give it time to answer
                 timeout_worker_healthcheck=120)
