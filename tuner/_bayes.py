@@ -31,7 +31,7 @@ def _onehot(space: FiniteSpace) -> np.ndarray:
         for j, n in enumerate(space.names)
         if len(space.values[n]) > 1
     ]
-    return np.hstack(columns)
+    return np.hstack(columns) if columns else np.zeros((len(space), 0))
 
 
 ENCODINGS = {"ordinal": _ordinal, "onehot": _onehot}
@@ -113,6 +113,7 @@ class GPSampler(FiniteSpaceSampler):
     def _model(self, history: History, rng: np.random.Generator) -> tuple[FiniteGP, np.ndarray]:
         if self._gp is None:
             blocks = [ENCODINGS[e](self.space) for e in self._encodings]
+            blocks = [b for b in blocks if b.shape[1]] or [np.zeros((len(self.space), 1))]
             self._gp = FiniteGP(blocks, rng)
         gp = self._gp
         value_of = dict(zip(history.indices.tolist(), history.values.tolist()))
@@ -125,9 +126,15 @@ class GPSampler(FiniteSpaceSampler):
 
 
 def _targets(values: np.ndarray) -> np.ndarray:
-    """Standardized log values; failed ones (NaN) take the worst observed value."""
-    logs = np.log(np.where(np.isfinite(values), np.maximum(values, 1e-300), np.nan))
-    ok = np.isfinite(logs)
-    logs[~ok] = logs[ok].max()
-    sd = logs.std()
-    return (logs - logs.mean()) / (sd if sd > 0 else 1.0)
+    """Standardized values; failed ones (NaN) take the worst observed value.
+
+    Times are modelled on a log scale (their spread is multiplicative); an objective that is
+    not positive everywhere is modelled as is.
+    """
+    ok = np.isfinite(values)
+    y = values.copy()
+    if (y[ok] > 0).all():
+        y[ok] = np.log(y[ok])
+    y[~ok] = y[ok].max()
+    sd = y.std()
+    return (y - y.mean()) / (sd if sd > 0 else 1.0)

@@ -18,6 +18,7 @@ _SAMPLERS: dict[str, tuple[str, str]] = {
     "random": ("xe2tune.tuner._uninformed", "RandomSampler"),
     "grid": ("xe2tune.tuner._uninformed", "ExhaustiveSampler"),
     "gp": ("xe2tune.tuner._bayes", "GPSampler"),
+    "tpe": ("xe2tune.tuner._tpe", "FiniteTPESampler"),
 }
 """name -> (module, class); each class is a ``FiniteSpaceSampler`` taking (space, seed)."""
 
