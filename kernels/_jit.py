@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 import dpctl
-from xe2tune.kernels._native_build import load_extension
 
 from xe2tune.errors import KernelCompileError
+from xe2tune.kernels._native_build import load_extension
 
 KERNEL_DIR = Path(__file__).parent
 DEFINE_PREFIX = "XE2T_"

@@ -38,13 +38,13 @@ class PrefillFamily(SdpaFamilyBase):
         """
         self._check_problem(problem)
         return {
-            "bq": (8, 16, 32, 64, 128),
+            "bq": (8, 16, 32, 48, 64, 96, 128),
             "bk": (8, 16, 32, 64),
             "bd": (8, 16, 32, 64),
             "bv": (8, 16, 32, 64),
             "stages": (0, 1, 2, 3),
             "subgroup_size": (4, 8, 16),
-            "rows_per_item": (1, 2, 4, 8),
+            "rows_per_item": (1, 2, 4, 6, 8),
             "kv_stage": (False, True),
         }
 

@@ -1,3 +1,7 @@
+#define XE2T_DBG 2
+#ifndef XE2T_NC_BUDGET
+#define XE2T_NC_BUDGET 12
+#endif
 // The SDPA forward mainloop shared by the prefill and decode kernels (seed 000 structure):
 // for each K block: S [BQ, BK] = Q [BQ, D] x K^T in BD slices -> mask -> online softmax (exp2,
 // Q pre-scaled by scale * log2(e)) -> O [BQ, Dv] += P x V in VTILES splits of BV columns; the
@@ -52,7 +56,7 @@ struct SdpaMainloop {
   static constexpr int NVV = BV / W;  // vectors per O split row
   // Register tiles of the S product: NC vectors of keys (staged) or KC keys (in place) per row,
   // so TM x NC (TM x KC) accumulators fit the 16 vector registers of AVX2 whatever BK is.
-  static constexpr int NC = register_tile(NVK, TM, 16);
+  static constexpr int NC = register_tile(NVK, TM, XE2T_NC_BUDGET);
   static constexpr int KC = register_tile(BK, TM, 8);
   static constexpr int LOCAL_FLOATS = KV_STAGE ? D * BK + BK * DV : 1;
 
@@ -101,14 +105,15 @@ struct SdpaMainloop {
     float l[TM];
   };
 
-  static void prefetch_block(const Slice &s, int kb, int t) {
-    for (int j = t; j < BK; j += NT) {
-      const int key = kb * BK + j;
-      if (key < s.g->kv_len) {
-        sycl::ext::oneapi::experimental::prefetch(s.k_row(key), D * sizeof(T));
-        sycl::ext::oneapi::experimental::prefetch(s.v_row(key), DV * sizeof(T));
-      }
+  static void prefetch_key(const Slice &s, int key) {
+    if (key < s.g->kv_len) {
+      sycl::ext::oneapi::experimental::prefetch(s.k_row(key), D * sizeof(T));
+      sycl::ext::oneapi::experimental::prefetch(s.v_row(key), DV * sizeof(T));
     }
+  }
+
+  static void prefetch_block(const Slice &s, int kb, int t) {
+    for (int j = t; j < BK; j += NT) prefetch_key(s, kb * BK + j);
   }
 
   // Copy K block kb transposed ([D][BK]) and V block ([BK][DV]) into local memory as fp32.
@@ -162,6 +167,12 @@ struct SdpaMainloop {
       const T *kr[KC];
 #pragma unroll
       for (int c = 0; c < KC; ++c) kr[c] = s.k_row(key0 + j0 + c);
+      if constexpr (STAGES > 0) {
+        // Spread over the block (not a burst at its start), so the loads of keys STAGES blocks
+        // ahead overlap this block's arithmetic instead of stalling on full miss buffers.
+#pragma unroll
+        for (int c = 0; c < KC; ++c) prefetch_key(s, key0 + j0 + c + STAGES * BK);
+      }
       vec acc[TM][KC];
 #pragma unroll
       for (int r = 0; r < TM; ++r)
@@ -294,20 +305,32 @@ struct SdpaMainloop {
         stage(s, kb, t, local);
         sycl::group_barrier(wg);
       }
-      if constexpr (STAGES > 0) {
+      if constexpr (STAGES > 0 && KV_STAGE) {
         if (kb + STAGES < kb1) prefetch_block(s, kb + STAGES, t);
       }
       alignas(64) float p[TM][BK];
       if constexpr (KV_STAGE) {
+#if XE2T_DBG == 1
+        for (int r = 0; r < TM; ++r) for (int j = 0; j < BK; ++j) p[r][j] = qs[r][j];
+#else
         scores_staged(p, qs, local);
+#endif
       } else {
         scores_direct(p, qs, s, key0);
       }
       // Rows are ascending, so last[0] is the tightest limit: only diagonal and tail blocks mask.
       if (key0 + BK - 1 > last[0]) mask(p, last, key0);
       float alpha[TM];
+#if XE2T_DBG == 3
+      for (int r = 0; r < TM; ++r) alpha[r] = p[r][0];
+#else
       softmax(p, st, alpha);
+#endif
+#if XE2T_DBG == 2
+      st.o[0][0] += p[0][1] + alpha[0];
+#else
       accumulate_pv(st, alpha, p, s, key0, local + D * BK);
+#endif
     }
   }
 };

@@ -7,6 +7,8 @@ those tests are skipped (not failed) on a machine without any SYCL runtime.
 from __future__ import annotations
 
 import functools
+import os
+import tempfile
 from typing import TYPE_CHECKING
 
 import pytest
@@ -27,6 +29,13 @@ CPU_CAPS = DeviceCaps(
     max_work_group_size=8192, sub_group_sizes=(4, 8, 16, 32, 64), local_mem_bytes=256 * 1024,
     compute_units=2, global_mem_bytes=8 << 30,
 )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Tests and the CLIs they start never write into the user's data dir (default database,
+    # measured ceilings); the native-extension and kernel caches stay shared on purpose.
+    if "XE2TUNE_DATA_DIR" not in os.environ:
+        os.environ["XE2TUNE_DATA_DIR"] = tempfile.mkdtemp(prefix="xe2tune-test-data-")
 
 
 @functools.cache

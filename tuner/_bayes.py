@@ -74,6 +74,8 @@ class GPSampler(FiniteSpaceSampler):
         startup: int = 5,
         refit_growth: float = 1.25,
         local_every: int = 0,
+        box_every: int = 0,
+        box_top: int = 5,
     ) -> None:
         """Bind to ``space``; see the class docstring for the options."""
         super().__init__(space, seed)
@@ -81,6 +83,8 @@ class GPSampler(FiniteSpaceSampler):
         self._startup = startup
         self._growth = refit_growth
         self._local_every = local_every
+        self._box_every = box_every
+        self._box_top = box_top
         self._gp: FiniteGP | None = None
         self._next_fit = 0
         self._steps = 0
@@ -90,6 +94,10 @@ class GPSampler(FiniteSpaceSampler):
             return int(rng.choice(np.flatnonzero(history.candidates)))
         ei = self.acquisition(history, rng)
         self._steps += 1
+        if self._box_every and self._steps % self._box_every == 0:
+            box = self._box(history) & history.candidates
+            if box.any():
+                return int(np.argmax(np.where(box, ei, -np.inf)))
         if self._local_every and self._steps % self._local_every == 0:
             ordinals = self.space.ordinals
             incumbent = ordinals[history.incumbent()]
@@ -98,15 +106,34 @@ class GPSampler(FiniteSpaceSampler):
                 return int(np.argmax(np.where(near, ei, -np.inf)))
         return int(np.argmax(ei))
 
+    def _box(self, history: History) -> np.ndarray:
+        """Configs made only of parameter values seen in the best ``box_top`` configs."""
+        ok = history.ok
+        order = np.argsort(np.where(ok, history.values, np.inf), kind="stable")
+        top = history.indices[order[: min(self._box_top, int(ok.sum()))]]
+        ordinals = self.space.ordinals
+        inside = np.ones(len(self.space), dtype=bool)
+        for j in range(ordinals.shape[1]):
+            inside &= np.isin(ordinals[:, j], ordinals[top, j])
+        return inside
+
     def acquisition(self, history: History, rng: np.random.Generator) -> np.ndarray:
-        """EI of every config under the model of ``history`` (-inf where not a candidate)."""
+        """EI of every config under the model of ``history`` (-inf where not a candidate).
+
+        EI is weighted by the chance that the config does not fail, estimated from the same
+        posterior applied to the failure indicators (a least-squares classifier).
+        """
         gp, values = self._model(history, rng)
+        failed = ~np.isfinite(values)
         y = _targets(values)
         if len(gp.rows) >= self._next_fit:
             gp.fit(y)
             self._next_fit = math.ceil(len(gp.rows) * self._growth)
-        mean, var = gp.predict(y)
-        ei = expected_improvement(mean, var, float(y[np.isfinite(values)].min()))
+        rate = failed.mean()
+        means, var = gp.predict(np.column_stack([y, failed - rate]))
+        ei = expected_improvement(means[0], var, float(y[~failed].min()))
+        if failed.any():
+            ei *= np.clip(1.0 - rate - means[1], 0.01, 1.0)
         ei[~history.candidates] = -np.inf
         return ei
 
@@ -126,7 +153,11 @@ class GPSampler(FiniteSpaceSampler):
 
 
 def _targets(values: np.ndarray) -> np.ndarray:
-    """Standardized values; failed ones (NaN) take the worst observed value.
+    """Standardized values; failed ones (NaN) take the median observed value.
+
+    A failure says nothing about how fast the config's neighbours are (a kernel that runs out
+    of registers at a large tile is often fastest at the next smaller one), so it is scored as
+    typical; the failure model keeps the search away from configs likely to fail.
 
     Times are modelled on a log scale (their spread is multiplicative); an objective that is
     not positive everywhere is modelled as is.
@@ -135,6 +166,6 @@ def _targets(values: np.ndarray) -> np.ndarray:
     y = values.copy()
     if (y[ok] > 0).all():
         y[ok] = np.log(y[ok])
-    y[~ok] = y[ok].max()
+    y[~ok] = np.median(y[ok])
     sd = y.std()
     return (y - y.mean()) / (sd if sd > 0 else 1.0)

@@ -81,10 +81,14 @@ class FiniteGP:
         self._rows.append(row)
 
     def predict(self, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Posterior mean and variance (of the latent function) at every point."""
+        """Posterior mean and variance (of the latent function) at every point.
+
+        ``y`` may hold several target vectors as columns (n x m): the means are then m x N,
+        computed in one pass over the cached kernel matrix.
+        """
         n = len(self._rows)
         alpha = (self._kinv[:n, :n] @ y).astype(np.float32)
-        return (alpha @ self._kxc[:n]).astype(float), self._var
+        return (alpha.T @ self._kxc[:n]).astype(float), self._var
 
     def fit(self, y: np.ndarray) -> None:
         """Refit hyperparameters to (observed points, ``y``), then rebuild the cached posterior."""

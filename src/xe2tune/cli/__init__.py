@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import sys
+from typing import NoReturn
+
+import typer
 
 from xe2tune.cli import (
     _bench,  # noqa: F401  (each module registers its commands on app)
@@ -18,13 +21,21 @@ __all__ = ["app", "main"]
 
 
 def main() -> None:
-    """Console-script entry point: run the app, turning our errors into one line and exit 2."""
+    """Console-script entry point: every error a user can cause is one line and exit 2."""
     try:
-        app()
+        code = app(standalone_mode=False)
+    except typer._click.exceptions.UsageError as exc:  # typer vendors click; no public alias
+        command = exc.ctx.command_path if exc.ctx else "xe2tune"
+        _one_line(f"{exc.format_message()} (see `{command} --help`)")
     except Xe2TuneError as exc:
-        first_line = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-        err_console.print(f"[bold red]error:[/] {first_line}", highlight=False, soft_wrap=True)
-        sys.exit(2)
-    except KeyboardInterrupt:
+        _one_line(str(exc).splitlines()[0] if str(exc) else type(exc).__name__)
+    except (KeyboardInterrupt, typer.Abort):
         err_console.print("interrupted")
         sys.exit(130)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+def _one_line(message: str) -> NoReturn:
+    err_console.print(f"[bold red]error:[/] {' '.join(message.split())}", highlight=False,
+                      soft_wrap=True)
+    sys.exit(2)
