@@ -98,10 +98,19 @@ def run_kernel_tuner(
         cache = Path(tmp) / "cache.json"  # KT may reopen its cache for appending: use a copy
         cache.write_text(Path(plain_copy).read_text())
         results, _ = kernel_tuner.tune_kernel(
-            data["kernel_name"], "", data["problem_size"], [], tune_params,
-            restrictions=[restriction], cache=str(cache), simulation_mode=True,
-            strategy=strategy, strategy_options={"max_fevals": base.budget},
-            quiet=True, verbose=False, lang=None,
+            data["kernel_name"],
+            "",
+            data["problem_size"],
+            [],
+            tune_params,
+            restrictions=[restriction],
+            cache=str(cache),
+            simulation_mode=True,
+            strategy=strategy,
+            strategy_options={"max_fevals": base.budget},
+            quiet=True,
+            verbose=False,
+            lang=None,
         )
     seconds = time.perf_counter() - start
     order: dict[int, None] = {}
@@ -127,9 +136,10 @@ def main() -> None:
     kt = [s for s in args.kt.split(",") if s]
 
     started = time.perf_counter()
-    with tempfile.TemporaryDirectory() as tmp, ProcessPoolExecutor(
-        args.jobs, initializer=_limit_blas_threads
-    ) as pool:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        ProcessPoolExecutor(args.jobs, initializer=_limit_blas_threads) as pool,
+    ):
         futures = {}
         for space in args.spaces:
             path = str(space)
@@ -137,8 +147,11 @@ def main() -> None:
             plain = Path(tmp) / f"{len(futures)}.json"
             raw = space.read_bytes()
             plain.write_bytes(gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw)
-            print(f"{space.name}: {len(rec.space)} configs ({int(rec.failed.sum())} failed), "
-                  f"budget {base.budget}", file=sys.stderr)
+            print(
+                f"{space.name}: {len(rec.space)} configs ({int(rec.failed.sum())} failed), "
+                f"budget {base.budget}",
+                file=sys.stderr,
+            )
             for seed in range(args.seeds):
                 for name in ours:
                     futures[(path, name, seed)] = pool.submit(run_ours, path, name, seed)
@@ -150,15 +163,30 @@ def main() -> None:
 
     strategies = ours + [f"kt:{name}" for name in kt]
     print_table(args.spaces, strategies, args.seeds, results)
-    print(f"\n{args.seeds} seeds; wall time {time.perf_counter() - started:.0f} s with "
-          f"{args.jobs} processes; strategy seconds per run (mean over spaces and seeds):")
+    print(
+        f"\n{args.seeds} seeds; wall time {time.perf_counter() - started:.0f} s with "
+        f"{args.jobs} processes; strategy seconds per run (mean over spaces and seeds):"
+    )
     for name in strategies:
         secs = [results[(str(s), name, k)][2] for s in args.spaces for k in range(args.seeds)]
         print(f"  {name}: {np.mean(secs):.2f}")
     if args.json:
-        args.json.write_text(json.dumps(
-            [{"space": p, "strategy": n, "seed": k, "score": r[0], "trials_to_95": r[1],
-              "seconds": r[2]} for (p, n, k), r in results.items()], indent=1))
+        args.json.write_text(
+            json.dumps(
+                [
+                    {
+                        "space": p,
+                        "strategy": n,
+                        "seed": k,
+                        "score": r[0],
+                        "trials_to_95": r[1],
+                        "seconds": r[2],
+                    }
+                    for (p, n, k), r in results.items()
+                ],
+                indent=1,
+            )
+        )
 
 
 def print_table(spaces: list[Path], strategies: list[str], seeds: int, results: dict) -> None:
@@ -176,8 +204,11 @@ def print_table(spaces: list[Path], strategies: list[str], seeds: int, results: 
             reach = f">{budget}" if math.isinf(t95) else f"{t95:g}"
             cells.append(f"{score:.3f} ({reach})")
             means.append(score)
-        print(f"{strategy:22s}" + "".join(f"{c:>{width + 2}s}" for c in cells)
-              + f"{np.mean(means):8.3f}")
+        print(
+            f"{strategy:22s}"
+            + "".join(f"{c:>{width + 2}s}" for c in cells)
+            + f"{np.mean(means):8.3f}"
+        )
 
 
 if __name__ == "__main__":

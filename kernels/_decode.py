@@ -11,29 +11,34 @@ from xe2tune.kernels._family import KernelLaunch, LaunchPlan
 from xe2tune.kernels._problem import ProblemSpec
 from xe2tune.kernels._sdpa_family import SdpaFamilyBase
 
-# Measured on the opencl:cpu device (2 cores, AVX2), hd128 fp16 32/8 heads kv 4096: see
-# benchmarks/kernel_defaults.py. ``bq`` and ``rows_per_item`` are then fitted to the problem's
-# rows (q_len x GQA group) so a single query row does not compute padding rows. Later entries are
+# Measured on the opencl:cpu device (2 cores, AVX2), hd128 fp16 32/8 heads kv 4096 and 16384:
+# see benchmarks/kernel_defaults.py. ``bq`` and ``rows_per_item`` are then fitted to the
+# problem's rows (q_len x GQA group) so a single query row does not compute padding rows,
+# ``kv_heads_per_group`` to the largest of 8, 4, 2, 1 dividing heads_kv, and ``kv_chunk`` shrunk
+# (down to 128) until phase 1 has at least MIN_SPLIT_GROUPS work-groups. Later entries are
 # fallbacks.
 DEFAULT_PARAMS: tuple[dict[str, Any], ...] = (
-    {"bq": 4, "bk": 64, "bd": 32, "bv": 16, "stages": 1, "subgroup_size": 8,
-     "rows_per_item": 4, "kv_stage": False, "kv_chunk": 512},
+    {"bq": 4, "bk": 16, "bd": 32, "bv": 16, "stages": 1, "subgroup_size": 8,
+     "rows_per_item": 4, "kv_stage": False, "kv_chunk": 1024, "kv_heads_per_group": 8},
     {"bq": 4, "bk": 16, "bd": 16, "bv": 16, "stages": 1, "subgroup_size": 8,
-     "rows_per_item": 4, "kv_stage": False, "kv_chunk": 512},
+     "rows_per_item": 4, "kv_stage": False, "kv_chunk": 512, "kv_heads_per_group": 1},
 )
+MIN_SPLIT_GROUPS = 4
 
 
 class DecodeFamily(SdpaFamilyBase):
     """Decode: phase 1 per (rows, KV chunk) partials, phase 2 combine.
 
-    Extra knob ``kv_chunk``: keys per split of phase 1 (a multiple of BK), a run-time argument.
+    Extra knobs: ``kv_chunk``, keys per split of phase 1 (a multiple of BK), a run-time
+    argument; ``kv_heads_per_group`` (define HB), KV heads one phase-1 work-group processes
+    block by block, so K/V are read in memory order rather than one head's rows apart.
     """
 
     name = "sdpa_decode"
     mode = "decode"
     source_file = "sdpa_decode.cpp"
     kernel_names = ("xe2t_sdpa_decode_split", "xe2t_sdpa_decode_combine")
-    extra_knobs = ("kv_chunk",)
+    extra_knobs = ("kv_chunk", "kv_heads_per_group")
 
     def parameter_space(self, problem: ProblemSpec) -> Mapping[str, Sequence[Any]]:
         """The Cartesian space: parameter name -> candidate values, for this problem.
@@ -54,6 +59,7 @@ class DecodeFamily(SdpaFamilyBase):
             "rows_per_item": (1, 2, 4, 8),
             "kv_stage": (False, True),
             "kv_chunk": (128, 256, 512, 1024, 2048),
+            "kv_heads_per_group": tuple(h for h in (1, 2, 4, 8, 16) if problem.heads_kv % h == 0),
         }
 
     def _extra_reason(
@@ -61,7 +67,15 @@ class DecodeFamily(SdpaFamilyBase):
     ) -> str | None:
         if params["kv_chunk"] < 1 or params["kv_chunk"] % params["bk"]:
             return f"kv_chunk {params['kv_chunk']} must be a positive multiple of BK {params['bk']}"
+        hb = params["kv_heads_per_group"]
+        if hb < 1 or problem.heads_kv % hb:
+            return (f"kv_heads_per_group {hb} must be a positive divisor of heads_kv "
+                    f"{problem.heads_kv}")
         return None
+
+    def defines(self, config: LauncherConfig, problem: ProblemSpec) -> dict[str, int]:
+        """The shared defines plus HB (KV heads per phase-1 work-group)."""
+        return {**super().defines(config, problem), "HB": int(config.knob("kv_heads_per_group"))}
 
     def default_config(self, problem: ProblemSpec, caps: DeviceCaps) -> LauncherConfig:
         """The measured default, or the first valid fallback on other devices.
@@ -73,21 +87,31 @@ class DecodeFamily(SdpaFamilyBase):
         rows = problem.q_len * problem.group_size
         tm = min(4, 1 << (rows - 1).bit_length())
         bq = max(tm, min(64, 1 << (rows - 1).bit_length()))
-        fitted = [{**params, "bq": bq, "rows_per_item": tm} for params in DEFAULT_PARAMS]
+        fitted = []
+        for params in DEFAULT_PARAMS:
+            hb = max(h for h in (1, 2, 4, 8) if h <= params["kv_heads_per_group"]
+                     and problem.heads_kv % h == 0)
+            chunk = params["kv_chunk"]
+            groups = problem.batch * problem.heads_kv // hb
+            while chunk > 128 and groups * -(-problem.kv_len // chunk) < MIN_SPLIT_GROUPS:
+                chunk //= 2
+            fitted.append({**params, "bq": bq, "rows_per_item": tm, "kv_chunk": chunk,
+                           "kv_heads_per_group": hb})
         return self._first_valid(fitted, problem, caps)
 
     def plan(
         self, config: LauncherConfig, problem: ProblemSpec, caps: DeviceCaps, *,
         scale: float | None = None,
     ) -> LaunchPlan:
-        """Two launches: split over (batch * heads_kv, row_tiles * chunks * NT), local (1, NT);
-        combine over (batch * heads_kv, rows), local (1, 1).
+        """Two launches: split over (batch * heads_kv / HB, row_tiles * chunks * NT), local
+        (1, NT); combine over (batch * heads_kv, rows), local (1, 1).
 
         Raises:
             InvalidConfig: if the config is invalid (with the reason).
         """
         self.require_valid(config, problem, caps)
         kv_chunk = int(config.knob("kv_chunk"))
+        hb = int(config.knob("kv_heads_per_group"))
         nt = config.subgroup_layout[0]
         rows = problem.q_len * problem.group_size
         row_tiles = -(-rows // config.bq)
@@ -99,7 +123,7 @@ class DecodeFamily(SdpaFamilyBase):
             args=("q", "k", "v", "part_o", "part_ml", *shape, self.qscale(problem, scale),
                   int(problem.causal), kv_chunk),
             arg_types=("buffer",) * 5 + ("int",) * 4 + ("float", "int", "int"),
-            global_size=(heads, row_tiles * chunks * nt),
+            global_size=(heads // hb, row_tiles * chunks * nt),
             local_size=(1, nt),
         )
         combine = KernelLaunch(

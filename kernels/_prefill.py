@@ -12,9 +12,12 @@ from xe2tune.kernels._problem import ProblemSpec
 from xe2tune.kernels._sdpa_family import SdpaFamilyBase
 
 # Measured on the opencl:cpu device (2 cores, AVX2), hd128 fp16 seq 1024 8 heads: see
-# benchmarks/kernel_defaults.py. Later entries are fallbacks for devices or head dims where the
-# first is invalid.
+# benchmarks/kernel_defaults.py (6 rows x 2 vectors of S per work-item: 12 accumulators of the
+# 16 AVX2 registers). Later entries are fallbacks for devices or head dims where the first is
+# invalid.
 DEFAULT_PARAMS: tuple[dict[str, Any], ...] = (
+    {"bq": 96, "bk": 64, "bd": 16, "bv": 16, "stages": 1, "subgroup_size": 8,
+     "rows_per_item": 6, "kv_stage": True},
     {"bq": 128, "bk": 32, "bd": 16, "bv": 16, "stages": 1, "subgroup_size": 8,
      "rows_per_item": 8, "kv_stage": True},
     {"bq": 32, "bk": 16, "bd": 16, "bv": 16, "stages": 1, "subgroup_size": 8,

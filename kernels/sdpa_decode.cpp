@@ -1,9 +1,9 @@
 // Decode (q_len 1..16): two-phase split-KV attention.
-// Phase 1 (xe2t_sdpa_decode_split): one work-group per (BQ rows, KV chunk, batch, KV head); the
-//   rows hold every query position of every query head of the KV head's GQA group, so each K/V
-//   element is read once per group. Writes the chunk's partial row max (log2 domain), sum and
-//   unnormalized O to scratch. nd-range: global (batch * heads_kv, row_tiles * chunks * NT),
-//   local (1, NT).
+// Phase 1 (xe2t_sdpa_decode_split): one work-group per (BQ rows, KV chunk, batch, HB KV heads);
+//   the rows hold every query position of every query head of a KV head's GQA group, so each
+//   K/V element is read once per group. Writes the chunk's partial row max (log2 domain), sum
+//   and unnormalized O of each of its HB KV heads to scratch. nd-range: global
+//   (batch * heads_kv / HB, row_tiles * chunks * NT), local (1, NT).
 // Phase 2 (xe2t_sdpa_decode_combine): one work-item per output row; rescales and sums the
 //   partials. nd-range: global (batch * heads_kv, q_len * group), local (1, 1).
 // Scratch: part_o [batch * heads_kv, chunks, rows, Dv], part_ml [batch * heads_kv, chunks, rows, 2].
@@ -20,9 +20,9 @@ void xe2t_sdpa_decode_split(const xe2t_elem *q, const xe2t_elem *k, const xe2t_e
                             int heads_kv, float qscale, int causal, int kv_chunk) {
   static syclexp::work_group_static<float[Mainloop::LOCAL_FLOATS]> local;
   const auto it = syclext::this_work_item::get_nd_item<2>();
-  const int bh = static_cast<int>(it.get_group(0));
-  const int b = bh / heads_kv;
-  const int hkv = bh % heads_kv;
+  const int head_groups = heads_kv / XE2T_HB;
+  const int b = static_cast<int>(it.get_group(0)) / head_groups;
+  const int hkv0 = static_cast<int>(it.get_group(0)) % head_groups * XE2T_HB;
   const int t = static_cast<int>(it.get_local_id(1));
   const xe2t::Geometry g{q_len, kv_len, heads_q, heads_kv, heads_q / heads_kv, causal, qscale};
   const int chunks = (kv_len + kv_chunk - 1) / kv_chunk;
@@ -30,27 +30,35 @@ void xe2t_sdpa_decode_split(const xe2t_elem *q, const xe2t_elem *k, const xe2t_e
   const int tile_row0 = static_cast<int>(it.get_group(1)) / chunks * XE2T_BQ;
   const int row0 = tile_row0 + t * XE2T_TM;
 
-  const size_t q_off = (static_cast<size_t>(b) * q_len * heads_q + hkv * g.group) * XE2T_D;
-  const size_t kv_off = (static_cast<size_t>(b) * kv_len * heads_kv + hkv) * XE2T_D;
-  const Mainloop::Slice slice{q + q_off, k + kv_off, v + kv_off, &g};
+  Mainloop::Slice slice[XE2T_HB];
+  for (int h = 0; h < XE2T_HB; ++h) {
+    const size_t q_off =
+        (static_cast<size_t>(b) * q_len * heads_q + (hkv0 + h) * g.group) * XE2T_D;
+    const size_t kv_off = (static_cast<size_t>(b) * kv_len * heads_kv + hkv0 + h) * XE2T_D;
+    slice[h] = {q + q_off, k + kv_off, v + kv_off, &g};
+  }
 
   const int blocks_per_chunk = kv_chunk / XE2T_BK;
   const int kb0 = chunk * blocks_per_chunk;
   const int kb1 = sycl::min(kb0 + blocks_per_chunk,
                             Mainloop::block_end(g, sycl::min(tile_row0 + XE2T_BQ, g.rows()) - 1));
 
-  Mainloop::State st;
-  Mainloop::run(slice, row0, t, kb0, sycl::max(kb0, kb1), &local[0], it.get_group(), st);
+  Mainloop::State st[XE2T_HB];
+  Mainloop::run<XE2T_HB>(slice, row0, t, kb0, sycl::max(kb0, kb1), &local[0], it.get_group(),
+                         st);
 
-  const size_t part = (static_cast<size_t>(bh) * chunks + chunk) * g.rows();
-  for (int r = 0; r < XE2T_TM; ++r) {
-    const int row = row0 + r;
-    if (row >= g.rows()) break;
-    part_ml[(part + row) * 2] = st.m[r];
-    part_ml[(part + row) * 2 + 1] = st.l[r];
-    float *dst = part_o + (part + row) * XE2T_D;
-    for (int d = 0; d < XE2T_D; d += XE2T_SG_SIZE)
-      Mainloop::Ops::store(dst + d, Mainloop::Ops::load(&st.o[r][d]));
+  for (int h = 0; h < XE2T_HB; ++h) {
+    const size_t part =
+        ((static_cast<size_t>(b) * heads_kv + hkv0 + h) * chunks + chunk) * g.rows();
+    for (int r = 0; r < XE2T_TM; ++r) {
+      const int row = row0 + r;
+      if (row >= g.rows()) break;
+      part_ml[(part + row) * 2] = st[h].m[r];
+      part_ml[(part + row) * 2 + 1] = st[h].l[r];
+      float *dst = part_o + (part + row) * XE2T_D;
+      for (int d = 0; d < XE2T_D; d += XE2T_SG_SIZE)
+        Mainloop::Ops::store(dst + d, Mainloop::Ops::load(&st[h].o[r][d]));
+    }
   }
 }
 

@@ -1,7 +1,3 @@
-#define XE2T_DBG 2
-#ifndef XE2T_NC_BUDGET
-#define XE2T_NC_BUDGET 12
-#endif
 // The SDPA forward mainloop shared by the prefill and decode kernels (seed 000 structure):
 // for each K block: S [BQ, BK] = Q [BQ, D] x K^T in BD slices -> mask -> online softmax (exp2,
 // Q pre-scaled by scale * log2(e)) -> O [BQ, Dv] += P x V in VTILES splits of BV columns; the
@@ -56,7 +52,7 @@ struct SdpaMainloop {
   static constexpr int NVV = BV / W;  // vectors per O split row
   // Register tiles of the S product: NC vectors of keys (staged) or KC keys (in place) per row,
   // so TM x NC (TM x KC) accumulators fit the 16 vector registers of AVX2 whatever BK is.
-  static constexpr int NC = register_tile(NVK, TM, XE2T_NC_BUDGET);
+  static constexpr int NC = register_tile(NVK, TM, 16);
   static constexpr int KC = register_tile(BK, TM, 8);
   static constexpr int LOCAL_FLOATS = KV_STAGE ? D * BK + BK * DV : 1;
 
@@ -168,8 +164,8 @@ struct SdpaMainloop {
 #pragma unroll
       for (int c = 0; c < KC; ++c) kr[c] = s.k_row(key0 + j0 + c);
       if constexpr (STAGES > 0) {
-        // Spread over the block (not a burst at its start), so the loads of keys STAGES blocks
-        // ahead overlap this block's arithmetic instead of stalling on full miss buffers.
+        // Keys STAGES blocks ahead, spread over the block rather than issued as one burst at
+        // its start (the staged path keeps the burst, split among the work-group's items).
 #pragma unroll
         for (int c = 0; c < KC; ++c) prefetch_key(s, key0 + j0 + c + STAGES * BK);
       }
@@ -276,61 +272,60 @@ struct SdpaMainloop {
     }
   }
 
-  // Processes K blocks [kb0, kb1) for rows row0 .. row0 + TM - 1 of the slice. Every work-item
-  // of the work-group must call this with the same kb0, kb1 (the staged path has barriers).
-  static void run(const Slice &s, int row0, int t, int kb0, int kb1, float *local,
-                  sycl::group<2> wg, State &st) {
-    const Geometry &g = *s.g;
-    alignas(64) float qs[TM][D];
+  // Processes K blocks [kb0, kb1) for rows row0 .. row0 + TM - 1 of HB slices (HB KV heads of
+  // one batch, same geometry): block kb of every head before block kb + 1 of any, so with all
+  // KV heads in one work-group K and V are read in memory order (the [kv_len, Hkv, D] layout
+  // puts one key's heads side by side) instead of one head's rows Hkv * D apart. Every
+  // work-item of the work-group must call this with the same kb0, kb1 (the staged path has
+  // barriers).
+  template <int HB>
+  static void run(const Slice (&s)[HB], int row0, int t, int kb0, int kb1, float *local,
+                  sycl::group<2> wg, State (&st)[HB]) {
+    const Geometry &g = *s[0].g;
+    alignas(64) float qs[HB][TM][D];
     int last[TM];
 #pragma unroll
     for (int r = 0; r < TM; ++r) {
       const int row = row0 + r;
       const bool valid = row < g.rows();
-      const T *qr = s.q_row(valid ? row : 0);
-      for (int d = 0; d < D; d += W)
-        Ops::store(&qs[r][d], valid ? Ops::load(qr + d) * vec(g.qscale) : vec(0.0f));
       last[r] = sycl::min(valid ? g.last_key(row) : g.kv_len - 1, g.kv_len - 1);
-      st.m[r] = kNegInf;
-      st.l[r] = 0.0f;
-      for (int d = 0; d < DV; d += W) Ops::store(&st.o[r][d], vec(0.0f));
+      for (int h = 0; h < HB; ++h) {
+        const T *qr = s[h].q_row(valid ? row : 0);
+        for (int d = 0; d < D; d += W)
+          Ops::store(&qs[h][r][d], valid ? Ops::load(qr + d) * vec(g.qscale) : vec(0.0f));
+        st[h].m[r] = kNegInf;
+        st[h].l[r] = 0.0f;
+        for (int d = 0; d < DV; d += W) Ops::store(&st[h].o[r][d], vec(0.0f));
+      }
     }
     if constexpr (STAGES > 0) {
-      for (int kb = kb0; kb < sycl::min(kb0 + STAGES, kb1); ++kb) prefetch_block(s, kb, t);
+      for (int kb = kb0; kb < sycl::min(kb0 + STAGES, kb1); ++kb)
+        for (int h = 0; h < HB; ++h) prefetch_block(s[h], kb, t);
     }
     for (int kb = kb0; kb < kb1; ++kb) {
       const int key0 = kb * BK;
-      if constexpr (KV_STAGE) {
-        sycl::group_barrier(wg);
-        stage(s, kb, t, local);
-        sycl::group_barrier(wg);
+#pragma unroll 1
+      for (int h = 0; h < HB; ++h) {
+        if constexpr (KV_STAGE) {
+          sycl::group_barrier(wg);
+          stage(s[h], kb, t, local);
+          sycl::group_barrier(wg);
+        }
+        if constexpr (STAGES > 0 && KV_STAGE) {
+          if (kb + STAGES < kb1) prefetch_block(s[h], kb + STAGES, t);
+        }
+        alignas(64) float p[TM][BK];
+        if constexpr (KV_STAGE) {
+          scores_staged(p, qs[h], local);
+        } else {
+          scores_direct(p, qs[h], s[h], key0);
+        }
+        // Rows ascend, so last[0] is the tightest limit: only diagonal and tail blocks mask.
+        if (key0 + BK - 1 > last[0]) mask(p, last, key0);
+        float alpha[TM];
+        softmax(p, st[h], alpha);
+        accumulate_pv(st[h], alpha, p, s[h], key0, local + D * BK);
       }
-      if constexpr (STAGES > 0 && KV_STAGE) {
-        if (kb + STAGES < kb1) prefetch_block(s, kb + STAGES, t);
-      }
-      alignas(64) float p[TM][BK];
-      if constexpr (KV_STAGE) {
-#if XE2T_DBG == 1
-        for (int r = 0; r < TM; ++r) for (int j = 0; j < BK; ++j) p[r][j] = qs[r][j];
-#else
-        scores_staged(p, qs, local);
-#endif
-      } else {
-        scores_direct(p, qs, s, key0);
-      }
-      // Rows are ascending, so last[0] is the tightest limit: only diagonal and tail blocks mask.
-      if (key0 + BK - 1 > last[0]) mask(p, last, key0);
-      float alpha[TM];
-#if XE2T_DBG == 3
-      for (int r = 0; r < TM; ++r) alpha[r] = p[r][0];
-#else
-      softmax(p, st, alpha);
-#endif
-#if XE2T_DBG == 2
-      st.o[0][0] += p[0][1] + alpha[0];
-#else
-      accumulate_pv(st, alpha, p, s, key0, local + D * BK);
-#endif
     }
   }
 };

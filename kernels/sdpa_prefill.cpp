@@ -21,14 +21,15 @@ void xe2t_sdpa_prefill(const xe2t_elem *q, const xe2t_elem *k, const xe2t_elem *
 
   const size_t q_off = (static_cast<size_t>(b) * q_len * heads_q + hkv * g.group) * XE2T_D;
   const size_t kv_off = (static_cast<size_t>(b) * kv_len * heads_kv + hkv) * XE2T_D;
-  const Mainloop::Slice slice{q + q_off, k + kv_off, v + kv_off, &g};
+  const Mainloop::Slice slice[1] = {{q + q_off, k + kv_off, v + kv_off, &g}};
 
   const int tile_row0 = static_cast<int>(it.get_group(1)) * XE2T_BQ;
   const int row0 = tile_row0 + t * XE2T_TM;
   const int kb1 = Mainloop::block_end(g, sycl::min(tile_row0 + XE2T_BQ, g.rows()) - 1);
 
-  Mainloop::State st;
-  Mainloop::run(slice, row0, t, 0, kb1, &local[0], it.get_group(), st);
+  Mainloop::State state[1];
+  Mainloop::run<1>(slice, row0, t, 0, kb1, &local[0], it.get_group(), state);
+  const Mainloop::State &st = state[0];
 
   xe2t_elem *out = o + q_off;
   for (int r = 0; r < XE2T_TM; ++r) {

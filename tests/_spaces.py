@@ -40,7 +40,7 @@ def write_cache(
     Raw samples are the mean and the mean +- 10 %."""
     cache = {}
     for values in itertools.product(*params.values()):
-        config = dict(zip(params, values))
+        config = dict(zip(params, values, strict=True))
         time = time_of(config)
         if time is None:
             continue
@@ -49,8 +49,12 @@ def write_cache(
             entry["times"] = [0.9 * time, time, 1.1 * time]
         cache[",".join(str(v) for v in values)] = entry
     data = {
-        "device_name": "Synthetic", "kernel_name": "synthetic", "problem_size": [1],
-        "tune_params_keys": list(params), "tune_params": params, "objective": "time",
+        "device_name": "Synthetic",
+        "kernel_name": "synthetic",
+        "problem_size": [1],
+        "tune_params_keys": list(params),
+        "tune_params": params,
+        "objective": "time",
         "cache": cache,
     }
     raw = json.dumps(data).encode()

@@ -89,10 +89,17 @@ NON_DEFAULT = {
     # staged K^T/V, 16 lanes, one row per work-item, 3 blocks prefetched, one V split
     "prefill-staged-w16": ("prefill", 64, "fp32", dict(
         bq=8, bk=32, bd=32, bv=64, stages=3, subgroup_size=16, rows_per_item=1, kv_stage=True)),
-    # staged decode, several work-items per work-group, short chunks
+    # staged K^T/V, 6 rows per work-item (BQ 96: row tiles with a tail), 2 blocks prefetched
+    "prefill-staged-tm6": ("prefill", 128, "bf16", dict(
+        bq=96, bk=64, bd=16, bv=16, stages=2, subgroup_size=8, rows_per_item=6, kv_stage=True)),
+    # staged decode, several work-items per work-group, short chunks, 2 KV heads per work-group
     "decode-staged": ("decode", 128, "fp16", dict(
         bq=8, bk=16, bd=16, bv=32, stages=2, subgroup_size=8, rows_per_item=2, kv_stage=True,
-        kv_chunk=128)),
+        kv_chunk=128, kv_heads_per_group=2)),
+    # K/V in place, KV heads of a work-group block by block, chunk longer than some kv_len
+    "decode-direct-heads": ("decode", 128, "fp32", dict(
+        bq=4, bk=16, bd=32, bv=16, stages=3, subgroup_size=8, rows_per_item=4, kv_stage=False,
+        kv_chunk=256, kv_heads_per_group=2)),
 }
 NON_DEFAULT_SHAPES = {
     "prefill": [(129, 1000, 8, 2, True), (1000, 17, 4, 4, False)],

@@ -35,7 +35,7 @@ def P(mode="prefill", d=128, dtype="fp16", q_len=129, kv_len=1000, hq=8, hkv=2, 
 
 PREFILL = dict(bq=64, bk=16, bd=16, bv=16, stages=1, subgroup_size=8, rows_per_item=8,
                kv_stage=True)
-DECODE = dict(PREFILL, bq=4, rows_per_item=4, kv_stage=False, kv_chunk=512)
+DECODE = dict(PREFILL, bq=4, rows_per_item=4, kv_stage=False, kv_chunk=512, kv_heads_per_group=1)
 
 
 @pytest.mark.parametrize("mode", ["prefill", "decode"])
@@ -73,6 +73,8 @@ INVALID = [
     ("prefill", 128, dict(stages=-1), CPU_CAPS, "stages must be >= 0"),
     ("prefill", 128, {}, _with(has_fp16=False), "no fp16"),
     ("decode", 128, dict(kv_chunk=100), CPU_CAPS, "kv_chunk 100 must be a positive multiple"),
+    ("decode", 128, dict(kv_heads_per_group=4), CPU_CAPS,
+     "kv_heads_per_group 4 must be a positive divisor of heads_kv 2"),
 ]
 
 

@@ -9,10 +9,9 @@ import subprocess
 
 import numpy as np
 import pytest
+from _spaces import EXAMPLES, SYNTHETIC_PARAMS, example, synthetic_time, write_cache
 
 from xe2tune.tuner import NotARecordingError, load_recording, replay
-
-from _spaces import EXAMPLES, SYNTHETIC_PARAMS, example, synthetic_time, write_cache
 
 
 @pytest.mark.parametrize("stem", sorted(EXAMPLES))
@@ -27,7 +26,7 @@ def test_loads_example_space_plain_and_gzipped_with_failed_configs_mapped(stem, 
     assert int(a.failed.sum()) == failed
     assert a.space.configs == b.space.configs
     np.testing.assert_array_equal(a.times, b.times)
-    for config, mean in zip(a.space.configs, a.times):
+    for config, mean in zip(a.space.configs, a.times, strict=True):
         entry = cache[",".join(str(v) for v in config)]
         if isinstance(entry["time"], str):
             assert math.isnan(mean)
@@ -74,15 +73,24 @@ def test_t4_file_gives_the_same_space_as_the_cache(tmp_path):
     results = []
     for entry in cache.values():
         ok = not isinstance(entry["time"], str)
-        results.append({
-            "configuration": {k: entry[k] for k in SYNTHETIC_PARAMS},
-            "times": {"runtimes": entry.get("times", [])},
-            "invalidity": "correct" if ok else "runtime",
+        results.append(
+            {
+                "configuration": {k: entry[k] for k in SYNTHETIC_PARAMS},
+                "times": {"runtimes": entry.get("times", [])},
+                "invalidity": "correct" if ok else "runtime",
+                "correctness": 1,
+                "measurements": [{"name": "time", "value": entry["time"], "unit": "ms"}],
+            }
+        )
+    results.append(
+        {
+            "configuration": {"x": 0, "y": 6, "z": 1},
+            "times": {},
+            "invalidity": "constraints",
             "correctness": 1,
-            "measurements": [{"name": "time", "value": entry["time"], "unit": "ms"}],
-        })
-    results.append({"configuration": {"x": 0, "y": 6, "z": 1}, "times": {},
-                    "invalidity": "constraints", "correctness": 1, "measurements": []})
+            "measurements": [],
+        }
+    )
     t4 = tmp_path / "t4.json"
     t4.write_text(json.dumps({"schema_version": "1.0.0", "results": results}))
     a, b = load_recording(cache_path), load_recording(t4)
@@ -102,14 +110,14 @@ def test_not_a_recording_is_rejected(tmp_path, content):
 
 
 def xe2tune_replay(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(["xe2tune", "replay", *args], capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run(["xe2tune", "replay", *args], capture_output=True, text=True, timeout=120)
 
 
 def test_cli_replay_reports_scores_and_trials_to_fractions(tmp_path):
     path = write_cache(tmp_path / "s.json.gz", SYNTHETIC_PARAMS, synthetic_time, gz=True)
-    done = xe2tune_replay("--space", str(path), "--sampler", "random", "--budget", "30",
-                          "--seeds", "2", "--json")
+    done = xe2tune_replay(
+        "--space", str(path), "--sampler", "random", "--budget", "30", "--seeds", "2", "--json"
+    )
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout)
     assert report["configs"] == len(load_recording(path).space)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import optuna
 import pytest
+from _spaces import SYNTHETIC_PARAMS, synthetic_time, write_cache
 from optuna.trial import TrialState
 
 from xe2tune.tuner import (
@@ -18,11 +19,14 @@ from xe2tune.tuner import (
     make_sampler,
 )
 
-from _spaces import SYNTHETIC_PARAMS, synthetic_time, write_cache
-
 optuna.logging.set_verbosity(optuna.logging.WARNING)
 
-PARAMS = {"tile": [8, 16, 32, 64], "stages": [1, 2, 3], "layout": ["row", "col"], "fast": [False, True]}
+PARAMS = {
+    "tile": [8, 16, 32, 64],
+    "stages": [1, 2, 3],
+    "layout": ["row", "col"],
+    "fast": [False, True],
+}
 
 
 def small_space() -> FiniteSpace:

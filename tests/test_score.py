@@ -1,4 +1,4 @@
-"""The methodology score (Willemsen et al.): exact random baseline, 0 for random, 1 for an oracle."""
+"""The methodology score (Willemsen et al.): exact random baseline; 0 for random, 1 for oracle."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 import pytest
+from _spaces import SYNTHETIC_PARAMS, synthetic_time, write_cache
 
 from xe2tune.tuner import (
     evaluate,
@@ -16,8 +17,6 @@ from xe2tune.tuner import (
     score_points,
     trials_to_fraction,
 )
-
-from _spaces import SYNTHETIC_PARAMS, synthetic_time, write_cache
 
 
 def best_curve(times: np.ndarray, order: np.ndarray, worst: float) -> np.ndarray:
@@ -54,8 +53,7 @@ def test_random_search_scores_about_zero_and_an_oracle_one():
     base = random_baseline(times)
     worst = base.worst
     random_scores = [
-        methodology_score(best_curve(times, rng.permutation(600), worst), base)
-        for _ in range(2000)
+        methodology_score(best_curve(times, rng.permutation(600), worst), base) for _ in range(2000)
     ]
     assert abs(np.mean(random_scores)) < 0.05
     oracle = np.argsort(np.where(np.isnan(times), np.inf, times))

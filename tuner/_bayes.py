@@ -41,7 +41,9 @@ ENCODINGS = {"ordinal": _ordinal, "onehot": _onehot}
 def normal_cdf(z: np.ndarray) -> np.ndarray:
     """Standard normal CDF (Abramowitz & Stegun 26.2.17, absolute error < 7.5e-8)."""
     t = 1.0 / (1.0 + 0.2316419 * np.abs(z))
-    poly = t * (0.319381530 + t * (-0.356563782 + t * (1.781477937 + t * (-1.821255978 + t * 1.330274429))))
+    poly = t * (
+        0.319381530 + t * (-0.356563782 + t * (1.781477937 + t * (-1.821255978 + t * 1.330274429)))
+    )
     tail = np.exp(-0.5 * z * z) / math.sqrt(2.0 * math.pi) * poly
     return np.where(z >= 0, 1.0 - tail, tail)
 
@@ -73,6 +75,7 @@ class GPSampler(FiniteSpaceSampler):
         encodings: tuple[str, ...] = ("ordinal", "onehot"),
         startup: int = 5,
         refit_growth: float = 1.25,
+        transform: str = "log",
         local_every: int = 0,
         box_every: int = 0,
         box_top: int = 5,
@@ -82,6 +85,7 @@ class GPSampler(FiniteSpaceSampler):
         self._encodings = encodings
         self._startup = startup
         self._growth = refit_growth
+        self._transform = transform
         self._local_every = local_every
         self._box_every = box_every
         self._box_top = box_top
@@ -125,7 +129,7 @@ class GPSampler(FiniteSpaceSampler):
         """
         gp, values = self._model(history, rng)
         failed = ~np.isfinite(values)
-        y = _targets(values)
+        y = _targets(values) if self._transform == "log" else _normal_scores(values)
         if len(gp.rows) >= self._next_fit:
             gp.fit(y)
             self._next_fit = math.ceil(len(gp.rows) * self._growth)
@@ -143,7 +147,7 @@ class GPSampler(FiniteSpaceSampler):
             blocks = [b for b in blocks if b.shape[1]] or [np.zeros((len(self.space), 1))]
             self._gp = FiniteGP(blocks, rng)
         gp = self._gp
-        value_of = dict(zip(history.indices.tolist(), history.values.tolist()))
+        value_of = dict(zip(history.indices.tolist(), history.values.tolist(), strict=True))
         seen = set(gp.rows)
         for index in value_of:
             if index not in seen:
@@ -169,3 +173,55 @@ def _targets(values: np.ndarray) -> np.ndarray:
     y[~ok] = np.median(y[ok])
     sd = y.std()
     return (y - y.mean()) / (sd if sd > 0 else 1.0)
+
+
+def _normal_scores(values: np.ndarray) -> np.ndarray:
+    """Gaussian-copula targets: each value's rank mapped to a standard normal quantile."""
+    ok = np.isfinite(values)
+    filled = np.where(ok, values, np.median(values[ok]))
+    ranks = np.argsort(np.argsort(filled, kind="stable"), kind="stable")
+    return normal_quantile((ranks + 0.5) / len(filled))
+
+
+def normal_quantile(p: np.ndarray) -> np.ndarray:
+    """Inverse standard normal CDF (Acklam's rational approximation, rel. error < 1.2e-9)."""
+    a = (
+        -3.969683028665376e01,
+        2.209460984245205e02,
+        -2.759285104469687e02,
+        1.383577518672690e02,
+        -3.066479806614716e01,
+        2.506628277459239e00,
+    )
+    b = (
+        -5.447609879822406e01,
+        1.615858368580409e02,
+        -1.556989798598866e02,
+        6.680131188771972e01,
+        -1.328068155288572e01,
+    )
+    c = (
+        -7.784894002430293e-03,
+        -3.223964580411365e-01,
+        -2.400758277161838e00,
+        -2.549732539343734e00,
+        4.374664141464968e00,
+        2.938163982698783e00,
+    )
+    d = (7.784695709041462e-03, 3.224671290700398e-01, 2.445134137142996e00, 3.754408661907416e00)
+    p = np.asarray(p, dtype=float)
+    q = np.minimum(p, 1.0 - p)
+    tail = q < 0.02425
+    r = np.sqrt(-2.0 * np.log(np.where(tail, q, 0.5)))
+    x_tail = (((((c[0] * r + c[1]) * r + c[2]) * r + c[3]) * r + c[4]) * r + c[5]) / (
+        (((d[0] * r + d[1]) * r + d[2]) * r + d[3]) * r + 1.0
+    )
+    u = p - 0.5
+    t = u * u
+    x_mid = (
+        (((((a[0] * t + a[1]) * t + a[2]) * t + a[3]) * t + a[4]) * t + a[5])
+        * u
+        / (((((b[0] * t + b[1]) * t + b[2]) * t + b[3]) * t + b[4]) * t + 1.0)
+    )
+    x_tail = np.where(p < 0.5, x_tail, -x_tail)
+    return np.where(tail, x_tail, x_mid)

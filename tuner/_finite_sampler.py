@@ -187,7 +187,6 @@ class FiniteSpaceSampler(BaseSampler, abc.ABC):
         """
 
 
-
 class _Finished:
     """The leading run of finished trials of one study, absorbed once (they never change).
 

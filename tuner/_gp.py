@@ -132,12 +132,14 @@ class FiniteGP:
         return float(np.exp(self.log_signals).sum())
 
     def _scale(self) -> None:
-        self._scaled = [b / np.exp(ll) for b, ll in zip(self._blocks, self.log_lengths)]
+        self._scaled = [
+            b / np.exp(ll) for b, ll in zip(self._blocks, self.log_lengths, strict=True)
+        ]
         self._norms = [(s * s).sum(1) for s in self._scaled]
 
     def _k_column(self, row: int) -> np.ndarray:
         k = np.zeros(self._n_points)
-        for s, norms, log_signal in zip(self._scaled, self._norms, self.log_signals):
+        for s, norms, log_signal in zip(self._scaled, self._norms, self.log_signals, strict=True):
             d = np.maximum(norms + norms[row] - 2.0 * (s @ s[row]), 0.0)
             k += math.exp(log_signal) * _matern(np.sqrt(d))
         return k
@@ -154,7 +156,7 @@ class FiniteGP:
         n = len(self._rows)
         self._grow(max(16, 2 * n))
         kxc = np.zeros((n, self._n_points))
-        for s, norms, log_signal in zip(self._scaled, self._norms, self.log_signals):
+        for s, norms, log_signal in zip(self._scaled, self._norms, self.log_signals, strict=True):
             d = norms[self._rows][:, None] + norms[None, :] - 2.0 * (s[self._rows] @ s.T)
             kxc += math.exp(log_signal) * _matern(np.sqrt(np.maximum(d, 0.0)))
         k = kxc[:, self._rows] + math.exp(self.log_noise) * np.eye(n)
@@ -177,7 +179,7 @@ def _lml_grad(theta: np.ndarray, xs: list[np.ndarray], y: np.ndarray) -> np.ndar
     parts, start = [], 0
     k = math.exp(theta[-1]) * np.eye(n)
     signals = theta[-1 - len(xs) : -1]
-    for x, log_signal in zip(xs, signals):
+    for x, log_signal in zip(xs, signals, strict=True):
         lengths = np.exp(theta[start : start + x.shape[1]])
         xs_b = x / lengths
         norms = (xs_b * xs_b).sum(1)

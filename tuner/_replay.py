@@ -130,9 +130,7 @@ def replay(
     space = recording.space
     if not 1 <= budget <= len(space):
         raise ValueError(f"budget {budget} is outside 1..{len(space)} (the space's size)")
-    study = optuna.create_study(
-        direction="minimize", sampler=make_sampler(sampler, space, seed)
-    )
+    study = optuna.create_study(direction="minimize", sampler=make_sampler(sampler, space, seed))
     distributions = space.distributions()
     rng = np.random.default_rng(seed) if noise else None
     indices = np.empty(budget, dtype=np.int64)

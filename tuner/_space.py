@@ -76,7 +76,7 @@ class FiniteSpace:
         self._ordinals = np.array(rows, dtype=np.int64)
         self._ordinals.setflags(write=False)
         self._configs = tuple(
-            tuple(self._values[n][j] for n, j in zip(self._names, row)) for row in rows
+            tuple(self._values[n][j] for n, j in zip(self._names, row, strict=True)) for row in rows
         )
         self._index = {_row_key(c): i for i, c in enumerate(self._configs)}
         if len(self._index) != len(self._configs):
@@ -102,10 +102,10 @@ class FiniteSpace:
         """
         names = list(params)
         if callable(valid):
-            product = (dict(zip(names, vs)) for vs in itertools.product(*params.values()))
-            rows: Iterable[Sequence[ParamValue]] = (
-                tuple(c.values()) for c in product if valid(c)
+            product = (
+                dict(zip(names, vs, strict=True)) for vs in itertools.product(*params.values())
             )
+            rows: Iterable[Sequence[ParamValue]] = (tuple(c.values()) for c in product if valid(c))
         else:
             rows = (_row_from_dict(names, c) for c in valid)
         return cls(params, rows)
@@ -140,7 +140,7 @@ class FiniteSpace:
 
     def config(self, index: int) -> dict[str, ParamValue]:
         """The config at ``index`` as a params dict."""
-        return dict(zip(self._names, self._configs[index]))
+        return dict(zip(self._names, self._configs[index], strict=True))
 
     def index(self, config: Mapping[str, ParamValue]) -> int | None:
         """Index of a params dict among the valid configs, or None if it is not one of them."""
@@ -156,7 +156,7 @@ class FiniteSpace:
         if len(row) != len(self._names):
             raise ValueError(f"config {row} has {len(row)} values, expected {len(self._names)}")
         try:
-            return tuple(p[_key(v)] for p, v in zip(self._positions, row))
+            return tuple(p[_key(v)] for p, v in zip(self._positions, row, strict=True))
         except KeyError:
             raise ValueError(f"config {row} has a value outside {self._values}") from None
 

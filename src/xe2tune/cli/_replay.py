@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
+from typing import Annotated, Any
 
 import optuna
 import typer
@@ -16,6 +17,7 @@ from xe2tune.tuner import (
     DEFAULT_SAMPLER,
     FRACTIONS,
     SAMPLER_NAMES,
+    Recording,
     StrategyReport,
     evaluate,
     load_recording,
@@ -25,20 +27,22 @@ from xe2tune.tuner import (
 
 @app.command()
 def replay(
-    space: Path = typer.Option(..., "--space", help="Kernel Tuner cache (.json/.json.gz) or T4 file."),
-    sampler: str = typer.Option(
-        DEFAULT_SAMPLER, "--sampler", help=f"One of: {', '.join(SAMPLER_NAMES)}."
+    space: Annotated[
+        Path, typer.Option("--space", help="Kernel Tuner cache (.json, .json.gz) or T4 file")
+    ],
+    sampler: Annotated[str, typer.Option(help=f"one of {', '.join(SAMPLER_NAMES)}")] = (
+        DEFAULT_SAMPLER
     ),
-    budget: int = typer.Option(
-        None, "--budget", min=1, help="Trials per run [default: the methodology budget]."
-    ),
-    seeds: int = typer.Option(10, "--seeds", min=1, help="Runs, with seeds 0..K-1."),
-    noise: bool = typer.Option(
-        False, "--noise", help="Answer with a recorded raw sample instead of the mean."
-    ),
-    as_json: bool = typer.Option(False, "--json", help="Print the report as JSON."),
+    budget: Annotated[
+        int | None, typer.Option(min=1, help="trials per run [default: methodology budget]")
+    ] = None,
+    seeds: Annotated[int, typer.Option(min=1, help="runs, with seeds 0..K-1")] = 10,
+    noise: Annotated[
+        bool, typer.Option("--noise", help="answer with a recorded raw sample, not the mean")
+    ] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
 ) -> None:
-    """Replay a sampler on a recorded space; report best vs optimum, trials to 90/95/99 %, score."""
+    """Replay a sampler on a recorded space: best vs optimum, trials to 90/95/99 %, score."""
     if sampler not in SAMPLER_NAMES:
         raise fail(f"unknown sampler {sampler!r}; choose one of {', '.join(SAMPLER_NAMES)}")
     try:
@@ -49,39 +53,39 @@ def replay(
     if budget is not None and budget > size:
         raise fail(f"--budget {budget} is larger than the space ({size} valid configs)")
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    with console.status(f"replaying {sampler} x {seeds} seeds", disable=as_json):
+    with console.status(f"replaying {sampler}, {seeds} seeds", disable=as_json):
         report = evaluate(recording, sampler, budget=budget, seeds=range(seeds), noise=noise)
-    data = _as_dict(recording.source, recording, report, noise)
+    data = report_dict(recording, report, noise)
     if as_json:
         console.print_json(json.dumps(data))
     else:
         _print(data)
 
 
-def _as_dict(source: str, recording, report: StrategyReport, noise: bool) -> dict:
+def report_dict(recording: Recording, report: StrategyReport, noise: bool) -> dict[str, Any]:
+    """The replay report as plain data (what ``--json`` prints)."""
     base = report.baseline
     points = report_points(report.budget)
-    fractions = [f"{f:.2f}" for f in FRACTIONS]
-    names = recording.space.names
-    runs = []
-    for s in report.seeds:
-        best = None if s.best_index is None else dict(zip(names, recording.space.configs[s.best_index]))
-        runs.append(
-            {
-                "seed": s.seed,
-                "score": s.score,
-                "best_time": float(s.best_so_far[-1]),
-                "best_config": best,
-                "best_at": [float(s.best_so_far[p - 1]) for p in points],
-                "trials_to": dict(zip(fractions, s.trials_to)),
-            }
-        )
-    median_to = {f: report.median_trials_to(v) for f, v in zip(fractions, FRACTIONS)}
+    keys = [f"{f:.2f}" for f in FRACTIONS]
+    space = recording.space
+    runs = [
+        {
+            "seed": s.seed,
+            "score": s.score,
+            "best_time": float(s.best_so_far[-1]),
+            "best_config": None if s.best_index is None else space.config(s.best_index),
+            "best_at": [float(s.best_so_far[p - 1]) for p in points],
+            "trials_to": dict(zip(keys, s.trials_to, strict=True)),
+        }
+        for s in report.seeds
+    ]
+    scores = [r["score"] for r in runs]
+    median_to = [report.median_trials_to(f) for f in FRACTIONS]
     return {
-        "space": source,
+        "space": recording.source,
         "kernel": recording.kernel_name,
         "device": recording.device_name,
-        "configs": len(recording.space),
+        "configs": len(space),
         "failed": int(recording.failed.sum()),
         "optimum": base.optimum,
         "median": base.median,
@@ -94,44 +98,59 @@ def _as_dict(source: str, recording, report: StrategyReport, noise: bool) -> dic
         "runs": runs,
         "aggregate": {
             "score_mean": report.mean_score,
-            "score_std": float(math.sqrt(sum((r["score"] - report.mean_score) ** 2 for r in runs) / len(runs))),
+            "score_std": float(
+                math.sqrt(sum((s - report.mean_score) ** 2 for s in scores) / len(scores))
+            ),
             "best_at_mean": [float(v) for v in report.mean_best_at(points)],
-            "trials_to_median": {f: (None if math.isinf(v) else v) for f, v in median_to.items()},
+            "trials_to_median": {
+                k: None if math.isinf(v) else v for k, v in zip(keys, median_to, strict=True)
+            },
         },
     }
 
 
-def _print(data: dict) -> None:
+def _print(data: dict[str, Any]) -> None:
     opt = data["optimum"]
     console.print(
         f"{data['kernel']} on {data['device']}: {data['configs']} valid configs "
-        f"({data['failed']} failed), optimum {opt:.4g} ms; methodology budget "
-        f"{data['methodology_budget']}; sampler [bold]{data['sampler']}[/], budget {data['budget']}"
-        + (", noisy answers" if data["noise"] else "")
+        f"({data['failed']} failed), optimum {opt:.4g} ms, methodology budget "
+        f"{data['methodology_budget']}; sampler [bold]{data['sampler']}[/], budget "
+        f"{data['budget']}" + (", noisy answers" if data["noise"] else "")
     )
-    points = Table(title="best found (% of optimum performance) at each budget point")
-    points.add_column("trials", justify="right")
-    points.add_column("random search (expected)", justify="right")
-    points.add_column(f"{data['sampler']} (mean of seeds)", justify="right")
-    for p, r, b in zip(data["budget_points"], data["random_expected_best"], data["aggregate"]["best_at_mean"]):
-        points.add_row(str(p), f"{100 * opt / r:.1f} %", f"{100 * opt / b:.1f} %")
+    points = Table(title="best found, as % of optimum performance, after t trials")
+    for column in ("t", "random search (expected)", f"{data['sampler']} (mean over seeds)"):
+        points.add_column(column, justify="right")
+    rows = zip(
+        data["budget_points"],
+        data["random_expected_best"],
+        data["aggregate"]["best_at_mean"],
+        strict=True,
+    )
+    for t, rand, ours in rows:
+        points.add_row(str(t), f"{100 * opt / rand:.1f} %", f"{100 * opt / ours:.1f} %")
     console.print(points)
-    runs = Table(title="per seed")
+    runs = Table(title="per seed (last row: mean score, median trials)")
     for column in ("seed", "score", "best (ms)", "to 90 %", "to 95 %", "to 99 %"):
         runs.add_column(column, justify="right")
     for r in data["runs"]:
         runs.add_row(
-            str(r["seed"]), f"{r['score']:.3f}", f"{r['best_time']:.4g}",
+            str(r["seed"]),
+            f"{r['score']:.3f}",
+            f"{r['best_time']:.4g}",
             *(_trials(v) for v in r["trials_to"].values()),
         )
     agg = data["aggregate"]
     runs.add_row(
-        "all", f"{agg['score_mean']:.3f} ± {agg['score_std']:.3f}", "",
-        *(_trials(v) for v in agg["trials_to_median"].values()), style="bold",
+        "all",
+        f"{agg['score_mean']:.3f} ± {agg['score_std']:.3f}",
+        "",
+        *(_trials(v) for v in agg["trials_to_median"].values()),
+        style="bold",
     )
     console.print(runs)
-    console.print("score: 0 = random search without replacement, 1 = optimum found at once; "
-                  "'all' row: mean score, median trials")
+    console.print(
+        "score: 0 = as good as random search, 1 = optimum found from the first scored trial on"
+    )
 
 
 def _trials(value: float | None) -> str:
