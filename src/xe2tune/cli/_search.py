@@ -60,6 +60,10 @@ class ProgressView:
     def __call__(self, p: StudyProgress) -> None:
         if self.quiet or self.live is None:
             return
+        if p.phase == "starting":
+            pr = p.problem
+            console.print(f"study {pr.mode} seq {pr.kv_len} causal={pr.causal} {pr.dtype}: "
+                          f"{p.space_size} valid configs of {p.cartesian_size} combinations")
         self.live.update(self._render(p))
         if p.phase == "done":
             console.print(self._summary_line(p))
