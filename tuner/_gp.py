@@ -51,6 +51,7 @@ class FiniteGP:
         self.log_signals = np.full(len(self._blocks), -math.log(len(self._blocks)))
         self.log_noise = math.log(1e-3)
         self._fitted = False
+        self._next_restart = 0
         self._rows: list[int] = []
         self._kinv = np.zeros((16, 16))
         self._kxc = np.zeros((16, self._n_points), dtype=np.float32)
@@ -92,24 +93,23 @@ class FiniteGP:
 
     def fit(self, y: np.ndarray) -> None:
         """Refit hyperparameters to (observed points, ``y``), then rebuild the cached posterior."""
-        steps = REFIT_STEPS if self._fitted else FIRST_STEPS
-        self._fitted = True
         rows = np.array(self._rows)
         pick = np.arange(len(rows))
         if len(rows) > FIT_POINTS:
             pick = np.sort(self._rng.choice(len(rows), FIT_POINTS, replace=False))
-        xs = [b[rows[pick]] for b in self._blocks]
+        xs, t = [b[rows[pick]] for b in self._blocks], y[pick]
         theta, lo, hi = self._pack()
-        m, v = np.zeros_like(theta), np.zeros_like(theta)
-        for step in range(1, steps + 1):
-            grad = _lml_grad(theta, xs, y[pick])
-            if grad is None:
-                break
-            m = 0.9 * m + 0.1 * grad
-            v = 0.999 * v + 0.001 * grad * grad
-            theta += 0.1 * (m / (1 - 0.9**step)) / (np.sqrt(v / (1 - 0.999**step)) + 1e-8)
-            np.clip(theta, lo, hi, out=theta)
-        self._unpack(theta)
+        starts = [(theta, REFIT_STEPS if self._fitted else FIRST_STEPS)]
+        if len(self._blocks) > 1 and len(rows) >= self._next_restart:
+            self._next_restart = 2 * len(rows)
+            for dominant in range(len(self._blocks)):
+                alt = theta.copy()
+                alt[-1 - len(self._blocks) : -1] = math.log(0.1)
+                alt[-1 - len(self._blocks) + dominant] = math.log(0.9)
+                starts.append((alt, FIRST_STEPS))
+        self._fitted = True
+        fits = [_adam(start, steps, lo, hi, xs, t) for start, steps in starts]
+        self._unpack(max(fits, key=lambda f: f[1])[0])
         self._scale()
         self._rebuild()
 
@@ -170,10 +170,34 @@ def _matern(r: np.ndarray) -> np.ndarray:
     return (1.0 + _SQRT5 * r + (5.0 / 3.0) * r * r) * np.exp(-_SQRT5 * r)
 
 
-def _lml_grad(theta: np.ndarray, xs: list[np.ndarray], y: np.ndarray) -> np.ndarray | None:
-    """Gradient of the log marginal likelihood plus a weak log-normal prior on the lengths.
+def _adam(
+    theta: np.ndarray, steps: int, lo: np.ndarray, hi: np.ndarray, xs: list, y: np.ndarray
+) -> tuple[np.ndarray, float]:
+    """Maximize the penalized log marginal likelihood from ``theta``: (best theta, its value)."""
+    theta = theta.copy()
+    best, best_value = theta.copy(), -math.inf
+    m, v = np.zeros_like(theta), np.zeros_like(theta)
+    for step in range(1, steps + 1):
+        result = _lml_grad(theta, xs, y)
+        if result is None:
+            break
+        value, grad = result
+        if value > best_value:
+            best, best_value = theta.copy(), value
+        m = 0.9 * m + 0.1 * grad
+        v = 0.999 * v + 0.001 * grad * grad
+        theta += 0.1 * (m / (1 - 0.9**step)) / (np.sqrt(v / (1 - 0.999**step)) + 1e-8)
+        np.clip(theta, lo, hi, out=theta)
+    return best, best_value
 
-    ``theta`` = (log lengths of every block, log signal per block, log noise).
+
+def _lml_grad(
+    theta: np.ndarray, xs: list[np.ndarray], y: np.ndarray
+) -> tuple[float, np.ndarray] | None:
+    """Log marginal likelihood plus a weak log-normal prior on the lengths, and its gradient.
+
+    ``theta`` = (log lengths of every block, log signal per block, log noise). None if the
+    kernel matrix is not positive definite.
     """
     n = len(y)
     parts, start = [], 0
@@ -190,19 +214,21 @@ def _lml_grad(theta: np.ndarray, xs: list[np.ndarray], y: np.ndarray) -> np.ndar
         parts.append((xs_b, r, e, kf, log_signal))
         start += x.shape[1]
     try:
-        kinv = np.linalg.inv(k)
+        chol = np.linalg.cholesky(k)
     except np.linalg.LinAlgError:
         return None
+    chol_inv = np.linalg.inv(chol)
+    kinv = chol_inv.T @ chol_inv
     alpha = kinv @ y
     w = np.outer(alpha, alpha) - kinv
     grads, g_signals = [], []
     for xs_b, r, e, kf, log_signal in parts:
         a = w * (math.exp(log_signal) * (5.0 / 3.0) * (1.0 + _SQRT5 * r) * e)
         row = a.sum(1)
-        g = row @ (xs_b * xs_b) - np.einsum("id,ij,jd->d", xs_b, a, xs_b)
-        grads.append(g)
+        grads.append(row @ (xs_b * xs_b) - np.einsum("id,ij,jd->d", xs_b, a, xs_b))
         g_signals.append(0.5 * float((w * kf).sum()))
-    g_len = np.concatenate(grads)
-    g_len -= (theta[: len(g_len)] - _LENGTH[2]) / 4.0
+    prior = theta[:start] - _LENGTH[2]
+    value = -0.5 * float(y @ alpha) - float(np.log(np.diag(chol)).sum()) - (prior @ prior) / 8.0
+    g_len = np.concatenate(grads) - prior / 4.0
     g_noise = 0.5 * math.exp(theta[-1]) * float(np.trace(w))
-    return np.concatenate([g_len, g_signals, [g_noise]])
+    return value, np.concatenate([g_len, g_signals, [g_noise]])

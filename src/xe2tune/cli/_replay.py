@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -53,7 +54,8 @@ def replay(
     if budget is not None and budget > size:
         raise fail(f"--budget {budget} is larger than the space ({size} valid configs)")
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    with console.status(f"replaying {sampler}, {seeds} seeds", disable=as_json):
+    status = nullcontext() if as_json else console.status(f"replaying {sampler}, {seeds} seeds")
+    with status:
         report = evaluate(recording, sampler, budget=budget, seeds=range(seeds), noise=noise)
     data = report_dict(recording, report, noise)
     if as_json:
