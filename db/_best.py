@@ -11,16 +11,17 @@ from fractions import Fraction
 from typing import TYPE_CHECKING
 
 from sqlalchemy import func, select
+
 from xe2tune.db._convert import aware
 from xe2tune.db._models import Device, KernelSource, Measurement, Problem, Study, Trial
 from xe2tune.db._records import BestResult
+from xe2tune.errors import StoreError
 from xe2tune.harness import TrialStatus
 from xe2tune.kernels import ProblemSpec
 
-from xe2tune.errors import StoreError
-
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
+
     from xe2tune.db._records import BestQuery, Match
 
 _OK = Trial.status == TrialStatus.OK.value

@@ -6,6 +6,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
+
 from xe2tune.db._reads import FRAME_COLUMNS
 
 if TYPE_CHECKING:

@@ -14,9 +14,9 @@ from alembic.script import ScriptDirectory
 from alembic.util import CommandError
 from sqlalchemy import Connection, Engine
 from sqlalchemy.exc import SQLAlchemyError
+
 from xe2tune.db._engine import WRITE_OPTION, describe, make_engine
 from xe2tune.db._models import TABLE_PREFIX
-
 from xe2tune.errors import StoreError
 
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")

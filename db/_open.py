@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
+from xe2tune import config
 from xe2tune.db._engine import make_engine
 from xe2tune.db._migrate import upgrade_engine
 from xe2tune.db._sql_store import SqlResultStore
-
-from xe2tune import config
 
 
 def default_database_url() -> str:

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Select, Text, case, func, select, type_coerce
 from sqlalchemy.orm import selectinload
+
 from xe2tune.db._convert import (
     SUMMARY_FIELDS,
     aware,
@@ -26,12 +27,12 @@ from xe2tune.db._models import (
 )
 from xe2tune.db._records import MeasuredCeilings, ResultRow, StudyRecord
 from xe2tune.db._writes import DATA_VERSION
-from xe2tune.harness import TrialStatus
-
 from xe2tune.errors import StoreError
+from xe2tune.harness import TrialStatus
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
+
     from xe2tune.db._records import DeviceRecord, ResultFilters, TrialRow
 
 

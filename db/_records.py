@@ -11,6 +11,7 @@ from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+
 from xe2tune.harness import TrialStatus
 from xe2tune.kernels import HEAD_DIMS, LauncherConfig, ProblemSpec
 

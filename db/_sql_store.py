@@ -14,16 +14,17 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from sqlalchemy import Engine, event
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
+
 from xe2tune.db import _best, _reads, _writes
 from xe2tune.db._convert import trial_row
 from xe2tune.db._engine import WRITE_OPTION, describe, is_memory, sqlite_connect_args
 from xe2tune.db._frame import results_frame
 from xe2tune.db._records import StudyRecord, SubmitOutcome
-
 from xe2tune.errors import StoreError
 
 if TYPE_CHECKING:
     import pandas
+
     from xe2tune.db._records import (
         BestQuery,
         BestResult,

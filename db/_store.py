@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     import pandas
+
     from xe2tune.db._records import (
         BestQuery,
         BestResult,

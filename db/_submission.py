@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
+
 from xe2tune.db._records import DeviceRecord
 from xe2tune.db._validate import trial_problems
 from xe2tune.harness import (

@@ -5,10 +5,9 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
+from xe2tune.errors import InvalidConfig
 from xe2tune.harness import TrialStatus
 from xe2tune.kernels import LauncherConfig
-
-from xe2tune.errors import InvalidConfig
 
 if TYPE_CHECKING:
     from xe2tune.harness import TrialResult

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from sqlalchemy import select, update
+
 from xe2tune.db._convert import measurement_row
 from xe2tune.db._models import (
     Ceiling,
@@ -17,11 +18,11 @@ from xe2tune.db._models import (
     utcnow,
 )
 from xe2tune.db._validate import trial_problems
-
 from xe2tune.errors import StoreError
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
+
     from xe2tune.db._records import DeviceRecord, MeasuredCeilings
     from xe2tune.harness import TrialResult
     from xe2tune.kernels import ProblemSpec

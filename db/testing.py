@@ -11,6 +11,7 @@ import math
 from typing import TYPE_CHECKING
 
 import pytest
+
 from xe2tune.db._records import (
     BestQuery,
     DeviceRecord,
@@ -18,6 +19,7 @@ from xe2tune.db._records import (
     ResultFilters,
 )
 from xe2tune.db._submission import ResultSubmission
+from xe2tune.errors import StoreError
 from xe2tune.harness import (
     CorrectnessReport,
     RooflineFigures,
@@ -26,8 +28,6 @@ from xe2tune.harness import (
     TrialStatus,
 )
 from xe2tune.kernels import LauncherConfig, ProblemSpec
-
-from xe2tune.errors import StoreError
 
 if TYPE_CHECKING:
     from xe2tune.db._store import ResultStore

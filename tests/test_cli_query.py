@@ -9,11 +9,11 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from xe2tune.cli import main
 from xe2tune.db import ResultStore, load_json, open_store
 from xe2tune.db.testing import launcher_config, ok_result, prefill, tune
 from xe2tune.harness import TrialStatus
-
-from xe2tune.cli import main
 
 
 @pytest.fixture

@@ -12,11 +12,11 @@ from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from sqlalchemy import create_engine
+
 from xe2tune.db import BestQuery, migrate_database, open_store
 from xe2tune.db._migrate import VERSION_TABLE, alembic_config, head_revision, include_name
 from xe2tune.db._models import Base
 from xe2tune.db.testing import launcher_config, prefill
-
 from xe2tune.errors import StoreError
 
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import optuna
 import pytest
+
 from xe2tune.db import BestQuery, ResultStore, open_store
 from xe2tune.db.testing import StoreContract, launcher_config, ok_result, prefill, tune
-
 from xe2tune.errors import StoreError
 
 

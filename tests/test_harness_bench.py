@@ -7,10 +7,10 @@ import ctypes
 import dpctl.memory as dpm
 import numpy as np
 import pytest
-from xe2tune.harness import BenchSettings, BufferRotation, TimingStats, bench, open_queue
-from xe2tune.kernels import build_program
 
 import xe2tune  # noqa: F401  (runtime env before dpctl)
+from xe2tune.harness import BenchSettings, BufferRotation, TimingStats, bench, open_queue
+from xe2tune.kernels import build_program
 
 N = 4096
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from xe2tune.harness import DevicePeaks, RooflineModel, catalog_peaks, sdpa_work, visible_pairs
 from xe2tune.kernels import ProblemSpec
 

@@ -7,6 +7,7 @@ a write transaction) in ``config.attributes["connection"]``.
 from __future__ import annotations
 
 from alembic import context
+
 from xe2tune.db._migrate import VERSION_TABLE, include_name
 from xe2tune.db._models import Base
 
