@@ -41,7 +41,7 @@ from xe2tune.tuner import (
     score_run,
 )
 
-OURS = (DEFAULT_SAMPLER, "gp", "tpe", "random")
+OURS = (DEFAULT_SAMPLER, "gp-ordinal", "tpe", "random")
 KERNEL_TUNER = ("random_sample", "genetic_algorithm", "bayes_opt", "dual_annealing", "pso")
 
 _RECORDINGS: dict[str, tuple] = {}

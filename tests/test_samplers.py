@@ -11,6 +11,7 @@ from optuna.trial import TrialState
 from xe2tune.tuner import (
     DEFAULT_SAMPLER,
     SAMPLER_NAMES,
+    EmptySpaceError,
     FiniteSpace,
     SpaceExhaustedError,
     UnknownSamplerError,
@@ -123,3 +124,17 @@ def test_asking_with_other_distributions_is_rejected():
     study = optuna.create_study(sampler=make_sampler(DEFAULT_SAMPLER, space, seed=0))
     with pytest.raises(ValueError):
         study.ask({"tile": optuna.distributions.CategoricalDistribution([8, 16])})
+
+
+def test_finite_space_from_predicate_or_config_list():
+    space = small_space()
+    listed = FiniteSpace.from_params(PARAMS, valid=[space.config(i) for i in range(len(space))])
+    assert listed.configs == space.configs
+    assert space.cartesian_size == 4 * 3 * 2 * 2 and len(space) == 40
+    assert space.index({"tile": 64, "stages": 2, "layout": "row", "fast": False}) is None
+    assert space.index({"tile": 64}) is None
+    flags = FiniteSpace.from_params({"a": [0, 1], "b": [False, True]}, valid=lambda c: True)
+    assert flags.config(flags.index({"a": 1, "b": True})) == {"a": 1, "b": True}
+    assert flags.index({"a": True, "b": 1}) is None
+    with pytest.raises(EmptySpaceError):
+        FiniteSpace.from_params(PARAMS, valid=lambda c: False)

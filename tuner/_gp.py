@@ -23,9 +23,9 @@ __all__ = ["FIT_POINTS", "FiniteGP"]
 
 FIT_POINTS = 200
 """Most observations used to fit hyperparameters (a random subset beyond that)."""
-FIRST_STEPS = 60
+FIRST_STEPS = 100
 """Adam steps of the first fit; later fits start from the previous hyperparameters."""
-REFIT_STEPS = 20
+REFIT_STEPS = 40
 
 _SQRT5 = math.sqrt(5.0)
 _LENGTH = (math.log(0.05), math.log(20.0), math.log(0.5))  # bounds and prior centre, log scale
@@ -51,7 +51,6 @@ class FiniteGP:
         self.log_signals = np.full(len(self._blocks), -math.log(len(self._blocks)))
         self.log_noise = math.log(1e-3)
         self._fitted = False
-        self._next_restart = 0
         self._rows: list[int] = []
         self._kinv = np.zeros((16, 16))
         self._kxc = np.zeros((16, self._n_points), dtype=np.float32)
@@ -99,17 +98,9 @@ class FiniteGP:
             pick = np.sort(self._rng.choice(len(rows), FIT_POINTS, replace=False))
         xs, t = [b[rows[pick]] for b in self._blocks], y[pick]
         theta, lo, hi = self._pack()
-        starts = [(theta, REFIT_STEPS if self._fitted else FIRST_STEPS)]
-        if len(self._blocks) > 1 and len(rows) >= self._next_restart:
-            self._next_restart = 2 * len(rows)
-            for dominant in range(len(self._blocks)):
-                alt = theta.copy()
-                alt[-1 - len(self._blocks) : -1] = math.log(0.1)
-                alt[-1 - len(self._blocks) + dominant] = math.log(0.9)
-                starts.append((alt, FIRST_STEPS))
+        steps = REFIT_STEPS if self._fitted else FIRST_STEPS
         self._fitted = True
-        fits = [_adam(start, steps, lo, hi, xs, t) for start, steps in starts]
-        self._unpack(max(fits, key=lambda f: f[1])[0])
+        self._unpack(_adam(theta, steps, lo, hi, xs, t))
         self._scale()
         self._rebuild()
 
@@ -172,8 +163,8 @@ def _matern(r: np.ndarray) -> np.ndarray:
 
 def _adam(
     theta: np.ndarray, steps: int, lo: np.ndarray, hi: np.ndarray, xs: list, y: np.ndarray
-) -> tuple[np.ndarray, float]:
-    """Maximize the penalized log marginal likelihood from ``theta``: (best theta, its value)."""
+) -> np.ndarray:
+    """Maximize the penalized log marginal likelihood from ``theta``; the best iterate seen."""
     theta = theta.copy()
     best, best_value = theta.copy(), -math.inf
     m, v = np.zeros_like(theta), np.zeros_like(theta)
@@ -188,7 +179,7 @@ def _adam(
         v = 0.999 * v + 0.001 * grad * grad
         theta += 0.1 * (m / (1 - 0.9**step)) / (np.sqrt(v / (1 - 0.999**step)) + 1e-8)
         np.clip(theta, lo, hi, out=theta)
-    return best, best_value
+    return best
 
 
 def _lml_grad(

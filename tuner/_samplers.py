@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from xe2tune.errors import Xe2TuneError
 
@@ -14,16 +14,18 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_SAMPLER", "SAMPLER_NAMES", "UnknownSamplerError", "make_sampler"]
 
-_SAMPLERS: dict[str, tuple[str, str]] = {
-    "random": ("xe2tune.tuner._uninformed", "RandomSampler"),
-    "grid": ("xe2tune.tuner._uninformed", "ExhaustiveSampler"),
-    "gp": ("xe2tune.tuner._bayes", "GPSampler"),
-    "tpe": ("xe2tune.tuner._tpe", "FiniteTPESampler"),
+_SAMPLERS: dict[str, tuple[str, str, dict[str, Any]]] = {
+    "gp-mixed": ("xe2tune.tuner._bayes", "GPSampler", {"encodings": ("ordinal", "onehot")}),
+    "gp-ordinal": ("xe2tune.tuner._bayes", "GPSampler", {"encodings": ("ordinal",)}),
+    "tpe": ("xe2tune.tuner._tpe", "FiniteTPESampler", {}),
+    "random": ("xe2tune.tuner._uninformed", "RandomSampler", {}),
+    "grid": ("xe2tune.tuner._uninformed", "ExhaustiveSampler", {}),
 }
-"""name -> (module, class); each class is a ``FiniteSpaceSampler`` taking (space, seed)."""
+"""name -> (module, class, keyword options); each class is a ``FiniteSpaceSampler``."""
 
 SAMPLER_NAMES: tuple[str, ...] = tuple(_SAMPLERS)
-DEFAULT_SAMPLER = "random"
+DEFAULT_SAMPLER = "gp-mixed"
+"""Chosen by measurement: benchmarks/strategies.py on recorded spaces (see its docstring)."""
 
 
 class UnknownSamplerError(Xe2TuneError):
@@ -37,9 +39,9 @@ def make_sampler(name: str, space: FiniteSpace, seed: int | None = None) -> Base
         UnknownSamplerError: ``name`` is not one of ``SAMPLER_NAMES``.
     """
     try:
-        module, cls = _SAMPLERS[name]
+        module, cls, options = _SAMPLERS[name]
     except KeyError:
         raise UnknownSamplerError(
             f"unknown sampler {name!r}; choose one of {', '.join(SAMPLER_NAMES)}"
         ) from None
-    return getattr(importlib.import_module(module), cls)(space, seed)
+    return getattr(importlib.import_module(module), cls)(space, seed, **options)

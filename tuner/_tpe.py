@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 __all__ = ["FiniteTPESampler"]
 
-_BAD_POINTS = 200
+_BAD_POINTS = 100
 """Most observations the "bad" density g is built from (a random subset beyond that)."""
 
 
