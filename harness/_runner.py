@@ -13,13 +13,12 @@ import dpctl
 
 from xe2tune.errors import (
     BenchTimeout,
-    InvalidConfig,
     KernelCompileError,
     LaunchResourceError,
 )
 from xe2tune.harness._bench import BenchSettings, BufferRotation, bench
 from xe2tune.harness._executor import PlanExecutor
-from xe2tune.harness._measurement import TrialResult, TrialStatus
+from xe2tune.harness._measurement import CorrectnessReport, TrialResult, TrialStatus
 from xe2tune.harness._roofline import RooflineModel
 from xe2tune.kernels import (
     DeviceCaps,
@@ -63,6 +62,8 @@ class ConfigRunner:
         self.roofline = roofline
         self.settings = settings
         self.llc_bytes = llc_bytes
+        # Only the latest problem's inputs and reference are kept: a search measures one
+        # problem at a time, and references of long sequences are large.
         self._reference: dict[tuple[str, int], tuple[object, object]] = {}
 
     def prebuild(self, request: MeasureRequest) -> None:
@@ -130,15 +131,9 @@ class ConfigRunner:
         )
 
 
-def _wrong_result_text(report: object) -> str:
+def _wrong_result_text(report: CorrectnessReport) -> str:
     return (
         f"wrong result: {report.nonfinite} non-finite, max abs error {report.max_abs_error:.3g} "
         f"(atol {report.atol:.3g}), rel L2 {report.rel_l2_error:.3g} (limit {report.rtol_l2:.3g})"
     )
 
-
-def invalid_config_error(family: KernelFamily, config: LauncherConfig, problem: ProblemSpec,
-                         caps: DeviceCaps) -> InvalidConfig | None:
-    """The InvalidConfig a user-given config deserves, or None if it is valid."""
-    reason = family.invalid_reason(config, problem, caps)
-    return InvalidConfig(f"invalid config: {reason}") if reason else None
