@@ -81,7 +81,6 @@ class FiniteSpaceSampler(BaseSampler, abc.ABC):
     def __init__(self, space: FiniteSpace, seed: int | None = None) -> None:
         """Bind to ``space``; ``seed`` makes the sequence of choices reproducible."""
         self._space = space
-        self._seed = seed
         self._rng = np.random.default_rng(seed)
         self._done: dict[str, _Finished] = {}
 

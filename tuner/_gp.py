@@ -43,11 +43,16 @@ class FiniteGP:
     for failed configs); only the observed points and the hyperparameters define the cache.
     """
 
-    def __init__(self, blocks: Sequence[np.ndarray], rng: np.random.Generator) -> None:
-        self._blocks = [np.asarray(b, dtype=float) for b in blocks]
+    def __init__(
+        self, blocks: Sequence[tuple[np.ndarray, np.ndarray]], rng: np.random.Generator
+    ) -> None:
+        """``blocks``: (features N x d, group of each feature): features of a group share one
+        length scale (e.g. the one-hot columns of one parameter)."""
+        self._blocks = [np.asarray(f, dtype=float) for f, _ in blocks]
+        self._groups = [np.asarray(g, dtype=np.int64) for _, g in blocks]
         self._rng = rng
         self._n_points = self._blocks[0].shape[0]
-        self.log_lengths = [np.full(b.shape[1], _LENGTH[2]) for b in self._blocks]
+        self.log_lengths = [np.full(int(g.max()) + 1, _LENGTH[2]) for g in self._groups]
         self.log_signals = np.full(len(self._blocks), -math.log(len(self._blocks)))
         self.log_noise = math.log(1e-3)
         self._fitted = False
@@ -100,7 +105,7 @@ class FiniteGP:
         theta, lo, hi = self._pack()
         steps = REFIT_STEPS if self._fitted else FIRST_STEPS
         self._fitted = True
-        self._unpack(_adam(theta, steps, lo, hi, xs, t))
+        self._unpack(_adam(theta, steps, lo, hi, list(zip(xs, self._groups, strict=True)), t))
         self._scale()
         self._rebuild()
 
@@ -124,7 +129,8 @@ class FiniteGP:
 
     def _scale(self) -> None:
         self._scaled = [
-            b / np.exp(ll) for b, ll in zip(self._blocks, self.log_lengths, strict=True)
+            b / np.exp(ll)[g]
+            for b, g, ll in zip(self._blocks, self._groups, self.log_lengths, strict=True)
         ]
         self._norms = [(s * s).sum(1) for s in self._scaled]
 
@@ -154,7 +160,8 @@ class FiniteGP:
         kinv = np.linalg.inv(k)
         self._kinv[:n, :n] = kinv
         self._kxc[:n] = kxc
-        self._var = np.maximum(self._prior_var() - np.einsum("ij,ij->j", kinv @ kxc, kxc), 0.0)
+        explained = np.einsum("ij,ij->j", kinv @ kxc, kxc)
+        self._var = np.maximum(self._prior_var() - explained, 0.0)
 
 
 def _matern(r: np.ndarray) -> np.ndarray:
@@ -162,7 +169,12 @@ def _matern(r: np.ndarray) -> np.ndarray:
 
 
 def _adam(
-    theta: np.ndarray, steps: int, lo: np.ndarray, hi: np.ndarray, xs: list, y: np.ndarray
+    theta: np.ndarray,
+    steps: int,
+    lo: np.ndarray,
+    hi: np.ndarray,
+    xs: list[tuple[np.ndarray, np.ndarray]],
+    y: np.ndarray,
 ) -> np.ndarray:
     """Maximize the penalized log marginal likelihood from ``theta``; the best iterate seen."""
     theta = theta.copy()
@@ -183,27 +195,28 @@ def _adam(
 
 
 def _lml_grad(
-    theta: np.ndarray, xs: list[np.ndarray], y: np.ndarray
+    theta: np.ndarray, xs: list[tuple[np.ndarray, np.ndarray]], y: np.ndarray
 ) -> tuple[float, np.ndarray] | None:
     """Log marginal likelihood plus a weak log-normal prior on the lengths, and its gradient.
 
-    ``theta`` = (log lengths of every block, log signal per block, log noise). None if the
-    kernel matrix is not positive definite.
+    ``xs`` holds (features, feature groups) per block; ``theta`` = (log length of every group
+    of every block, log signal per block, log noise). None if the kernel matrix is not
+    positive definite.
     """
     n = len(y)
     parts, start = [], 0
     k = math.exp(theta[-1]) * np.eye(n)
     signals = theta[-1 - len(xs) : -1]
-    for x, log_signal in zip(xs, signals, strict=True):
-        lengths = np.exp(theta[start : start + x.shape[1]])
-        xs_b = x / lengths
+    for (x, groups), log_signal in zip(xs, signals, strict=True):
+        n_groups = int(groups.max()) + 1
+        xs_b = x / np.exp(theta[start : start + n_groups])[groups]
         norms = (xs_b * xs_b).sum(1)
         r = np.sqrt(np.maximum(norms[:, None] + norms[None, :] - 2.0 * xs_b @ xs_b.T, 0.0))
         e = np.exp(-_SQRT5 * r)
         kf = math.exp(log_signal) * (1.0 + _SQRT5 * r + (5.0 / 3.0) * r * r) * e
         k += kf
-        parts.append((xs_b, r, e, kf, log_signal))
-        start += x.shape[1]
+        parts.append((xs_b, groups, n_groups, r, e, kf, log_signal))
+        start += n_groups
     try:
         chol = np.linalg.cholesky(k)
     except np.linalg.LinAlgError:
@@ -213,10 +226,10 @@ def _lml_grad(
     alpha = kinv @ y
     w = np.outer(alpha, alpha) - kinv
     grads, g_signals = [], []
-    for xs_b, r, e, kf, log_signal in parts:
+    for xs_b, groups, n_groups, r, e, kf, log_signal in parts:
         a = w * (math.exp(log_signal) * (5.0 / 3.0) * (1.0 + _SQRT5 * r) * e)
-        row = a.sum(1)
-        grads.append(row @ (xs_b * xs_b) - np.einsum("id,ij,jd->d", xs_b, a, xs_b))
+        per_feature = a.sum(1) @ (xs_b * xs_b) - (xs_b * (a @ xs_b)).sum(0)
+        grads.append(np.bincount(groups, weights=per_feature, minlength=n_groups))
         g_signals.append(0.5 * float((w * kf).sum()))
     prior = theta[:start] - _LENGTH[2]
     value = -0.5 * float(y @ alpha) - float(np.log(np.diag(chol)).sum()) - (prior @ prior) / 8.0

@@ -15,6 +15,7 @@ if TYPE_CHECKING:
 __all__ = ["DEFAULT_SAMPLER", "SAMPLER_NAMES", "UnknownSamplerError", "make_sampler"]
 
 _SAMPLERS: dict[str, tuple[str, str, dict[str, Any]]] = {
+    "gp-portfolio": ("xe2tune.tuner._bayes", "PortfolioSampler", {}),
     "gp-mixed": ("xe2tune.tuner._bayes", "GPSampler", {"encodings": ("ordinal", "onehot")}),
     "gp-ordinal": ("xe2tune.tuner._bayes", "GPSampler", {"encodings": ("ordinal",)}),
     "tpe": ("xe2tune.tuner._tpe", "FiniteTPESampler", {}),
@@ -24,7 +25,7 @@ _SAMPLERS: dict[str, tuple[str, str, dict[str, Any]]] = {
 """name -> (module, class, keyword options); each class is a ``FiniteSpaceSampler``."""
 
 SAMPLER_NAMES: tuple[str, ...] = tuple(_SAMPLERS)
-DEFAULT_SAMPLER = "gp-mixed"
+DEFAULT_SAMPLER = "gp-portfolio"
 """Chosen by measurement: benchmarks/strategies.py on recorded spaces (see its docstring)."""
 
 

@@ -40,7 +40,7 @@ class FiniteTPESampler(FiniteSpaceSampler):
         self._sizes = np.array(sizes)
         codes = space.ordinals + self._offsets  # column of each value in a one-hot layout
         self._codes = codes
-        self._onehot = np.zeros((len(space), int(self._sizes.sum())))
+        self._onehot = np.zeros((len(space), int(self._sizes.sum())), dtype=np.float32)
         np.put_along_axis(self._onehot, codes, 1.0, axis=1)
 
     def _choose(self, history: History, rng: np.random.Generator) -> int:
@@ -64,9 +64,9 @@ class FiniteTPESampler(FiniteSpaceSampler):
         eps = 1.0 / (1.0 + len(rows))
         same = np.log1p(-eps * (self._sizes - 1) / self._sizes)
         other = np.log(eps / self._sizes)
-        centres = np.zeros((len(rows), self._onehot.shape[1]))
+        centres = np.zeros((len(rows), self._onehot.shape[1]), dtype=np.float32)
         for j in range(len(self._sizes)):
             centres[np.arange(len(rows)), self._codes[rows, j]] = same[j] - other[j]
         logk = self._onehot @ centres.T + other.sum()
         top = logk.max(axis=1, keepdims=True)
-        return top[:, 0] + np.log(np.exp(logk - top).mean(axis=1))
+        return (top[:, 0] + np.log(np.exp(logk - top).mean(axis=1))).astype(float)
