@@ -1,10 +1,11 @@
 """Time a handful of SDPA configs on the default shapes: how the families' defaults were chosen.
 
 Usage: python benchmarks/kernel_defaults.py [prefill|decode] [--device F] [--iters N]
-       [--params JSON ...]
+       [--dtype fp16|bf16|fp32] [--seq S] [--params JSON ...]
 
 Prefill: head dim 128, fp16, seq 1024, 8 heads, non-causal (GFLOP/s). Decode: head dim 128, fp16,
-32 query / 8 KV heads, kv 4096, q_len 1 (GB/s of Q, K, V read + O written). Each config is
+32 query / 8 KV heads, kv 4096, q_len 1 (GB/s of Q, K, V read + O written); --dtype and --seq
+change the dtype and the (kv) sequence length. Each config is
 verified against the reference before it is timed; times are medians (and the best) of device
 event profiling over --iters launches.
 """
@@ -12,6 +13,7 @@ event profiling over --iters launches.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import statistics
 
@@ -63,13 +65,21 @@ def main() -> None:
     parser.add_argument("mode", choices=sorted(PROBLEMS))
     parser.add_argument("--device", default="opencl:cpu")
     parser.add_argument("--iters", type=int, default=5)
+    parser.add_argument("--dtype", choices=("fp16", "bf16", "fp32"))
+    parser.add_argument("--seq", type=int, help="sequence length (kv length for decode)")
     parser.add_argument("--params", nargs="*", default=["{}"],
                         help="JSON objects of parameters overriding the default config")
     args = parser.parse_args()
     queue = open_queue(args.device)
     caps = device_caps(queue.sycl_device)
+    problem = PROBLEMS[args.mode]
+    if args.dtype:
+        problem = dataclasses.replace(problem, dtype=args.dtype)
+    if args.seq:
+        q_len = problem.q_len if problem.mode == "decode" else args.seq
+        problem = dataclasses.replace(problem, q_len=q_len, kv_len=args.seq)
     for text in args.params:
-        print(measure(queue, caps, PROBLEMS[args.mode], json.loads(text), args.iters), flush=True)
+        print(measure(queue, caps, problem, json.loads(text), args.iters), flush=True)
 
 
 if __name__ == "__main__":

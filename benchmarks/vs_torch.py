@@ -1,12 +1,16 @@
 """Our tuned SDPA kernels vs torch's CPU scaled_dot_product_attention, side by side.
 
-Usage: python benchmarks/vs_torch.py [--db URL] [--trials N] [--repeats R]
+Usage: python benchmarks/vs_torch.py [--db URL] [--trials N] [--repeats R] [--rounds K]
 
 For every shape of issue 6, in one process and on identical random inputs: torch's SDPA (threads
 = cores; enable_gqa for GQA) timed by wall clock around each call, and our best stored config for
 that exact problem (a short search first when none is stored) timed by the harness (device
-profiling, N_BUF cache busting). Both outputs are checked against each other. Prints the measured
-FMA and copy ceilings and one table; "ours/torch" is a speed ratio (> 1: ours is faster).
+profiling, N_BUF cache busting). Both outputs are checked against each other. The two are
+measured in K alternating rounds (torch, ours, torch, ours, ...) and each side's time is the
+median of its per-round medians: these shared machines drift by tens of percent within minutes,
+and alternating keeps a slow minute from landing on one side only. Prints the measured FMA and
+copy ceilings and one table; "ours/torch" is a speed ratio (> 1: ours is faster); "rounds" gives
+the ratio of each round.
 Needs the `bench` extra (torch==2.13.0).
 """
 
@@ -106,7 +110,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--db", default=None, help="results database (default: the user's)")
     parser.add_argument("--trials", type=int, default=8, help="search trials when untuned")
-    parser.add_argument("--repeats", type=int, default=5, help="timed torch calls per shape")
+    parser.add_argument("--repeats", type=int, default=5, help="timed torch calls per round")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating torch/ours rounds")
     args = parser.parse_args()
     torch.set_num_threads(os.cpu_count() or 1)
     store = open_store(args.db)
@@ -119,23 +124,29 @@ def main() -> None:
                           BenchSettings(warmup=3, iterations=20, time_budget_s=5.0),
                           session.llc_bytes)
     header = (f"{'shape':44} {'torch':>10} {'ours':>10} {'torch rate':>13} {'our rate':>13} "
-              f"{'roofline':>8} {'ours/torch':>10} {'max|diff|':>9}")
+              f"{'roofline':>8} {'ours/torch':>10} {'max|diff|':>9}  rounds")
     rows = [header]
     for problem in SHAPES:
         config = best_config(store, session, problem, args.trials)
-        result = runner.measure(MeasureRequest(family_for_mode(problem.mode), problem, config))
         q, k, v = make_inputs(problem, seed=0)
-        t_torch, torch_out = torch_seconds(problem, q, k, v, args.repeats)
+        torch_rounds, ours_rounds, fracs = [], [], []
+        for _ in range(args.rounds):
+            t, torch_out = torch_seconds(problem, q, k, v, args.repeats)
+            torch_rounds.append(t)
+            result = runner.measure(MeasureRequest(family_for_mode(problem.mode), problem, config))
+            ours_rounds.append(result.timing.median if result.timing else float("nan"))
+            fracs.append(result.roofline.roofline_fraction if result.roofline else float("nan"))
         ours_out = sdpa(q, k, v, causal=problem.causal, config=config).astype(np.float32)
         diff = float(np.max(np.abs(ours_out - torch_out)))
-        t_ours = result.timing.median if result.timing else float("nan")
-        frac = result.roofline.roofline_fraction if result.roofline else float("nan")
+        t_torch, t_ours = statistics.median(torch_rounds), statistics.median(ours_rounds)
+        frac = statistics.median(fracs)
+        per_round = " ".join(f"{a / b:.2f}" for a, b in zip(torch_rounds, ours_rounds, strict=True))
         name = (f"{problem.mode} d{problem.head_dim} {problem.dtype} "
                 f"{problem.heads_q}/{problem.heads_kv}h s{problem.kv_len}"
                 f"{' causal' if problem.causal else ''}")
         rows.append(f"{name:44} {t_torch * 1e3:8.2f}ms {t_ours * 1e3:8.2f}ms "
                     f"{_rate(problem, t_torch):>13} {_rate(problem, t_ours):>13} {frac:8.3f} "
-                    f"{t_torch / t_ours:10.2f} {diff:9.2e}")
+                    f"{t_torch / t_ours:10.2f} {diff:9.2e}  {per_round}")
         print(rows[-1] if len(rows) > 2 else "\n".join(rows), flush=True)
         print(f"    config {config}", flush=True)
     store.close()

@@ -113,18 +113,27 @@ struct SdpaMainloop {
   }
 
   // Copy K block kb transposed ([D][BK]) and V block ([BK][DV]) into local memory as fp32.
+  // K goes W keys at a time, each W x W tile transposed in registers, so every store to
+  // local memory is a whole vector.
   static void stage(const Slice &s, int kb, int t, float *local) {
     float *kt = local;
     float *vl = local + D * BK;
-    for (int j = t; j < BK; j += NT) {
-      const T *kr = s.k_row(kb * BK + j);
-      const T *vr = s.v_row(kb * BK + j);
-      for (int d = 0; d < D; d += W) {
-        const vec kx = Ops::load(kr + d);
+    for (int j0 = t * W; j0 < BK; j0 += NT * W) {
+      const T *kr[W];
 #pragma unroll
-        for (int w = 0; w < W; ++w) kt[(d + w) * BK + j] = kx[w];
-        Ops::store(vl + j * DV + d, Ops::load(vr + d));
+      for (int w = 0; w < W; ++w) kr[w] = s.k_row(kb * BK + j0 + w);
+      for (int d = 0; d < D; d += W) {
+        vec tile[W];
+#pragma unroll
+        for (int w = 0; w < W; ++w) tile[w] = Ops::load(kr[w] + d);
+        Ops::transpose(tile);
+#pragma unroll
+        for (int w = 0; w < W; ++w) Ops::store(kt + (d + w) * BK + j0, tile[w]);
       }
+    }
+    for (int j = t; j < BK; j += NT) {
+      const T *vr = s.v_row(kb * BK + j);
+      for (int d = 0; d < DV; d += W) Ops::store(vl + j * DV + d, Ops::load(vr + d));
     }
   }
 
@@ -241,6 +250,11 @@ struct SdpaMainloop {
   // O[:, vv * BV : (vv + 1) * BV] = alpha * O + P x V, for each of the VTILES splits.
   static void accumulate_pv(State &st, const float (&alpha)[TM], const float (&p)[TM][BK],
                             const Slice &s, int key0, const float *vl) {
+    // V rows read in place: their (clamped) addresses once per block, not once per split.
+    [[maybe_unused]] const T *rows[KV_STAGE ? 1 : BK];
+    if constexpr (!KV_STAGE) {
+      for (int j = 0; j < BK; ++j) rows[j] = s.v_row(key0 + j);
+    }
 #pragma unroll 1
     for (int vv = 0; vv < VTILES; ++vv) {
       vec acc[TM][NVV];
@@ -256,9 +270,8 @@ struct SdpaMainloop {
 #pragma unroll
           for (int c = 0; c < NVV; ++c) vr[c] = Ops::load(vl + j * DV + vv * BV + c * W);
         } else {
-          const T *row = s.v_row(key0 + j);
 #pragma unroll
-          for (int c = 0; c < NVV; ++c) vr[c] = Ops::load(row + vv * BV + c * W);
+          for (int c = 0; c < NVV; ++c) vr[c] = Ops::load(rows[j] + vv * BV + c * W);
         }
         float a[TM];
 #pragma unroll

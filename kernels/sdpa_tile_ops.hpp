@@ -105,6 +105,24 @@ struct VecTileOps {
     return a[0];
   }
 
+  // Transposes a W x W tile held as W row vectors (row i becomes column i) in log2(W) rounds
+  // of even/odd interleaves: W vector shuffles per round instead of W * W scalar stores.
+  // Each round moves the lowest column-index bit to the top of the row index and the lowest
+  // row-index bit to the top of the column index; after log2(W) rounds the indices swapped.
+  static void transpose(vec (&a)[W]) {
+#pragma unroll
+    for (int n = 1; n < W; n *= 2) {
+      vec b[W];
+#pragma unroll
+      for (int i = 0; i < W / 2; ++i) {
+        b[i] = vec(a[2 * i].even(), a[2 * i + 1].even());
+        b[i + W / 2] = vec(a[2 * i].odd(), a[2 * i + 1].odd());
+      }
+#pragma unroll
+      for (int i = 0; i < W; ++i) a[i] = b[i];
+    }
+  }
+
   // 2^x = 2^n * e^(f ln2) with n = round(x), |f| <= 1/2: a degree-6 Taylor polynomial (relative
   // error < 2e-7) in FMAs. sycl::exp2 costs ~25% of the whole prefill on the CPU runtime, and a
   // float-to-int vec conversion is per-lane code there too (measured: prefill 1.3x slower), so n
