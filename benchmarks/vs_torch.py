@@ -10,7 +10,8 @@ measured in K alternating rounds (torch, ours, torch, ours, ...) and each side's
 median of its per-round medians: these shared machines drift by tens of percent within minutes,
 and alternating keeps a slow minute from landing on one side only. Prints the measured FMA and
 copy ceilings and one table; "ours/torch" is a speed ratio (> 1: ours is faster); "rounds" gives
-the ratio of each round.
+the ratio of each round. For decode, every round also re-measures the copy ceiling (it drifts more
+than anything else here) and "of copy" is our K/V GB/s over the median of those ceilings.
 Needs the `bench` extra (torch==2.13.0).
 """
 
@@ -27,7 +28,12 @@ import torch
 from xe2tune import sdpa  # first: sets the SYCL runtime env before dpctl loads
 from xe2tune.cli._session import open_session
 from xe2tune.db import BestQuery, open_store
-from xe2tune.harness import BenchSettings, sdpa_work
+from xe2tune.harness import (
+    CEILING_SETTINGS,
+    BenchSettings,
+    measure_copy_bandwidth,
+    sdpa_work,
+)
 from xe2tune.harness._runner import ConfigRunner, MeasureRequest
 from xe2tune.kernels import LauncherConfig, ProblemSpec, family_for_mode, make_inputs
 from xe2tune.tuner import (
@@ -124,28 +130,34 @@ def main() -> None:
                           BenchSettings(warmup=3, iterations=20, time_budget_s=5.0),
                           session.llc_bytes)
     header = (f"{'shape':44} {'torch':>10} {'ours':>10} {'torch rate':>13} {'our rate':>13} "
-              f"{'roofline':>8} {'ours/torch':>10} {'max|diff|':>9}  rounds")
+              f"{'roofline':>8} {'of copy':>7} {'ours/torch':>10} {'max|diff|':>9}  rounds")
     rows = [header]
     for problem in SHAPES:
         config = best_config(store, session, problem, args.trials)
         q, k, v = make_inputs(problem, seed=0)
-        torch_rounds, ours_rounds, fracs = [], [], []
+        torch_rounds, ours_rounds, fracs, copies = [], [], [], []
         for _ in range(args.rounds):
             t, torch_out = torch_seconds(problem, q, k, v, args.repeats)
             torch_rounds.append(t)
             result = runner.measure(MeasureRequest(family_for_mode(problem.mode), problem, config))
             ours_rounds.append(result.timing.median if result.timing else float("nan"))
             fracs.append(result.roofline.roofline_fraction if result.roofline else float("nan"))
+            if problem.mode == "decode":
+                copies.append(measure_copy_bandwidth(session.queue, CEILING_SETTINGS))
         ours_out = sdpa(q, k, v, causal=problem.causal, config=config).astype(np.float32)
         diff = float(np.max(np.abs(ours_out - torch_out)))
         t_torch, t_ours = statistics.median(torch_rounds), statistics.median(ours_rounds)
         frac = statistics.median(fracs)
+        work = sdpa_work(problem)
+        of_copy = (f"{(work.bytes_k + work.bytes_v) / t_ours / statistics.median(copies):7.1%}"
+                   if copies else f"{'-':>7}")
         per_round = " ".join(f"{a / b:.2f}" for a, b in zip(torch_rounds, ours_rounds, strict=True))
         name = (f"{problem.mode} d{problem.head_dim} {problem.dtype} "
                 f"{problem.heads_q}/{problem.heads_kv}h s{problem.kv_len}"
                 f"{' causal' if problem.causal else ''}")
         rows.append(f"{name:44} {t_torch * 1e3:8.2f}ms {t_ours * 1e3:8.2f}ms "
                     f"{_rate(problem, t_torch):>13} {_rate(problem, t_ours):>13} {frac:8.3f} "
+                    f"{of_copy} "
                     f"{t_torch / t_ours:10.2f} {diff:9.2e}  {per_round}")
         print(rows[-1] if len(rows) > 2 else "\n".join(rows), flush=True)
         print(f"    config {config}", flush=True)

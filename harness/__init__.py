@@ -3,7 +3,12 @@
 from __future__ import annotations
 
 from xe2tune.harness._bench import BenchSettings, BufferRotation, bench
-from xe2tune.harness._ceilings import Ceilings, measure_ceilings
+from xe2tune.harness._ceilings import (
+    CEILING_SETTINGS,
+    Ceilings,
+    measure_ceilings,
+    measure_copy_bandwidth,
+)
 from xe2tune.harness._device import (
     DeviceListing,
     device_caps,
@@ -22,6 +27,7 @@ from xe2tune.harness._peaks import DevicePeaks, catalog_peaks
 from xe2tune.harness._roofline import RooflineModel, SdpaWork, sdpa_work, visible_pairs
 
 __all__ = [
+    "CEILING_SETTINGS",
     "BenchSettings",
     "BufferRotation",
     "Ceilings",
@@ -39,6 +45,7 @@ __all__ = [
     "device_caps",
     "list_devices",
     "measure_ceilings",
+    "measure_copy_bandwidth",
     "open_queue",
     "resolve_device",
     "sdpa_work",

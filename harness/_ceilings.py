@@ -95,7 +95,12 @@ def _fma_flops(queue: dpctl.SyclQueue, half: bool, settings: BenchSettings) -> f
     return best
 
 
-def _copy_bandwidth(queue: dpctl.SyclQueue, settings: BenchSettings) -> float:
+CEILING_SETTINGS = BenchSettings(warmup=5, iterations=30, time_budget_s=1.0)
+"""How the ceilings are timed unless a caller says otherwise."""
+
+
+def measure_copy_bandwidth(queue: dpctl.SyclQueue, settings: BenchSettings) -> float:
+    """Bytes read + written per second by the streaming copy, best over its launch shapes."""
     built = build_program(queue, "ceiling_copy.cpp", ["xe2t_ceiling_copy"], {"VEC": COPY_VEC})
     kernel = built.kernels["xe2t_ceiling_copy"]
     n_vec = COPY_BYTES // 4 // COPY_VEC
@@ -124,9 +129,9 @@ def measure_ceilings(queue: dpctl.SyclQueue, settings: BenchSettings | None = No
     Raises:
         KernelCompileError: if a microkernel fails to build on this device.
     """
-    settings = settings or BenchSettings(warmup=5, iterations=30, time_budget_s=1.0)
+    settings = settings or CEILING_SETTINGS
     return Ceilings(
         fma_fp32=_fma_flops(queue, False, settings),
         fma_fp16=_fma_flops(queue, True, settings),
-        copy_bandwidth=_copy_bandwidth(queue, settings),
+        copy_bandwidth=measure_copy_bandwidth(queue, settings),
     )
