@@ -31,12 +31,7 @@ void xe2t_sdpa_decode_split(const xe2t_elem *q, const xe2t_elem *k, const xe2t_e
   const int row0 = tile_row0 + t * XE2T_TM;
 
   Mainloop::Slice slice[XE2T_HB];
-  for (int h = 0; h < XE2T_HB; ++h) {
-    const size_t q_off =
-        (static_cast<size_t>(b) * q_len * heads_q + (hkv0 + h) * g.group) * XE2T_D;
-    const size_t kv_off = (static_cast<size_t>(b) * kv_len * heads_kv + hkv0 + h) * XE2T_D;
-    slice[h] = {q + q_off, k + kv_off, v + kv_off, &g};
-  }
+  for (int h = 0; h < XE2T_HB; ++h) slice[h] = Mainloop::Slice::of(q, k, v, g, b, hkv0 + h);
 
   const int blocks_per_chunk = kv_chunk / XE2T_BK;
   const int kb0 = chunk * blocks_per_chunk;

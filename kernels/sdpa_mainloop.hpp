@@ -82,6 +82,13 @@ struct SdpaMainloop {
     const T *v;  // V[b, 0, hkv, 0]
     const Geometry *g;
 
+    // The slice of batch b, KV head hkv in tensors Q [B, q_len, Hq, D], K/V [B, kv_len, Hkv, D].
+    static Slice of(const T *q, const T *k, const T *v, const Geometry &g, int b, int hkv) {
+      const size_t q_off = (static_cast<size_t>(b) * g.q_len * g.heads_q + hkv * g.group) * D;
+      const size_t kv_off = (static_cast<size_t>(b) * g.kv_len * g.heads_kv + hkv) * D;
+      return {q + q_off, k + kv_off, v + kv_off, &g};
+    }
+
     const T *q_row(int row) const {
       return q + (static_cast<size_t>(row / g->group) * g->heads_q + row % g->group) * D;
     }

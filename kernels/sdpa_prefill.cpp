@@ -19,9 +19,7 @@ void xe2t_sdpa_prefill(const xe2t_elem *q, const xe2t_elem *k, const xe2t_elem *
   const int t = static_cast<int>(it.get_local_id(1));
   const xe2t::Geometry g{q_len, kv_len, heads_q, heads_kv, heads_q / heads_kv, causal, qscale};
 
-  const size_t q_off = (static_cast<size_t>(b) * q_len * heads_q + hkv * g.group) * XE2T_D;
-  const size_t kv_off = (static_cast<size_t>(b) * kv_len * heads_kv + hkv) * XE2T_D;
-  const Mainloop::Slice slice[1] = {{q + q_off, k + kv_off, v + kv_off, &g}};
+  const Mainloop::Slice slice[1] = {Mainloop::Slice::of(q, k, v, g, b, hkv)};
 
   const int tile_row0 = static_cast<int>(it.get_group(1)) * XE2T_BQ;
   const int row0 = tile_row0 + t * XE2T_TM;
@@ -31,13 +29,12 @@ void xe2t_sdpa_prefill(const xe2t_elem *q, const xe2t_elem *k, const xe2t_elem *
   Mainloop::run<1>(slice, row0, t, 0, kb1, &local[0], it.get_group(), state);
   const Mainloop::State &st = state[0];
 
-  xe2t_elem *out = o + q_off;
   for (int r = 0; r < XE2T_TM; ++r) {
     const int row = row0 + r;
     if (row >= g.rows()) break;
     // Rows that see no key at all (causal, q_len > kv_len) have l = 0 and output 0, as FA2.
     const Mainloop::vec inv(st.l[r] > 0.0f ? 1.0f / st.l[r] : 0.0f);
-    xe2t_elem *dst = out + (static_cast<size_t>(row / g.group) * heads_q + row % g.group) * XE2T_D;
+    xe2t_elem *dst = o + (slice[0].q_row(row) - q);  // O has Q's layout
     for (int d = 0; d < XE2T_D; d += XE2T_SG_SIZE)
       Mainloop::Ops::store(dst + d, Mainloop::Ops::load(&st.o[r][d]) * inv);
   }

@@ -90,18 +90,19 @@ struct VecTileOps {
     return s;
   }
 
+  // The even lanes of x then of y, and the odd lanes of x then of y: one round of the
+  // transposes below.
+  static vec evens(vec x, vec y) { return vec(x.even(), y.even()); }
+  static vec odds(vec x, vec y) { return vec(x.odd(), y.odd()); }
+
   // Lane i of the result = the lane sum of a[i]: a transposed reduction, log2(W) levels of
   // even/odd pair additions instead of W separate horizontal sums (a is overwritten).
   static vec reduce_sum_transposed(vec (&a)[W]) {
-    using half_vec = sycl::vec<float, W / 2>;
 #pragma unroll
     for (int n = W; n > 1; n /= 2)
 #pragma unroll
-      for (int i = 0; i < n / 2; ++i) {
-        const half_vec e0 = a[2 * i].even(), e1 = a[2 * i + 1].even();
-        const half_vec o0 = a[2 * i].odd(), o1 = a[2 * i + 1].odd();
-        a[i] = vec(e0, e1) + vec(o0, o1);
-      }
+      for (int i = 0; i < n / 2; ++i)
+        a[i] = evens(a[2 * i], a[2 * i + 1]) + odds(a[2 * i], a[2 * i + 1]);
     return a[0];
   }
 
@@ -115,8 +116,8 @@ struct VecTileOps {
       vec b[W];
 #pragma unroll
       for (int i = 0; i < W / 2; ++i) {
-        b[i] = vec(a[2 * i].even(), a[2 * i + 1].even());
-        b[i + W / 2] = vec(a[2 * i].odd(), a[2 * i + 1].odd());
+        b[i] = evens(a[2 * i], a[2 * i + 1]);
+        b[i + W / 2] = odds(a[2 * i], a[2 * i + 1]);
       }
 #pragma unroll
       for (int i = 0; i < W; ++i) a[i] = b[i];

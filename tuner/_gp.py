@@ -137,8 +137,8 @@ class FiniteGP:
     def _k_column(self, row: int) -> np.ndarray:
         k = np.zeros(self._n_points)
         for s, norms, log_signal in zip(self._scaled, self._norms, self.log_signals, strict=True):
-            d = np.maximum(norms + norms[row] - 2.0 * (s @ s[row]), 0.0)
-            k += math.exp(log_signal) * _matern(np.sqrt(d))
+            r = _distances(s[row : row + 1], norms[row : row + 1], s, norms)[0]
+            k += math.exp(log_signal) * _matern(r)
         return k
 
     def _grow(self, capacity: int) -> None:
@@ -154,14 +154,22 @@ class FiniteGP:
         self._grow(max(16, 2 * n))
         kxc = np.zeros((n, self._n_points))
         for s, norms, log_signal in zip(self._scaled, self._norms, self.log_signals, strict=True):
-            d = norms[self._rows][:, None] + norms[None, :] - 2.0 * (s[self._rows] @ s.T)
-            kxc += math.exp(log_signal) * _matern(np.sqrt(np.maximum(d, 0.0)))
+            r = _distances(s[self._rows], norms[self._rows], s, norms)
+            kxc += math.exp(log_signal) * _matern(r)
         k = kxc[:, self._rows] + math.exp(self.log_noise) * np.eye(n)
         kinv = np.linalg.inv(k)
         self._kinv[:n, :n] = kinv
         self._kxc[:n] = kxc
         explained = np.einsum("ij,ij->j", kinv @ kxc, kxc)
         self._var = np.maximum(self._prior_var() - explained, 0.0)
+
+
+def _distances(
+    a: np.ndarray, a_norms: np.ndarray, b: np.ndarray, b_norms: np.ndarray
+) -> np.ndarray:
+    """Euclidean distances between the rows of ``a`` and ``b``, given their squared norms."""
+    d = a_norms[:, None] + b_norms[None, :] - 2.0 * (a @ b.T)
+    return np.sqrt(np.maximum(d, 0.0))
 
 
 def _matern(r: np.ndarray) -> np.ndarray:
@@ -211,7 +219,7 @@ def _lml_grad(
         n_groups = int(groups.max()) + 1
         xs_b = x / np.exp(theta[start : start + n_groups])[groups]
         norms = (xs_b * xs_b).sum(1)
-        r = np.sqrt(np.maximum(norms[:, None] + norms[None, :] - 2.0 * xs_b @ xs_b.T, 0.0))
+        r = _distances(xs_b, norms, xs_b, norms)
         e = np.exp(-_SQRT5 * r)
         kf = math.exp(log_signal) * (1.0 + _SQRT5 * r + (5.0 / 3.0) * r * r) * e
         k += kf
