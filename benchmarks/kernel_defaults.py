@@ -1,13 +1,14 @@
 """Time a handful of SDPA configs on the default shapes: how the families' defaults were chosen.
 
 Usage: python benchmarks/kernel_defaults.py [prefill|decode] [--device F] [--iters N]
-       [--dtype fp16|bf16|fp32] [--seq S] [--params JSON ...]
+       [--rounds R] [--dtype fp16|bf16|fp32] [--seq S] [--params JSON ...]
 
 Prefill: head dim 128, fp16, seq 1024, 8 heads, non-causal (GFLOP/s). Decode: head dim 128, fp16,
 32 query / 8 KV heads, kv 4096, q_len 1 (GB/s of Q, K, V read + O written); --dtype and --seq
-change the dtype and the (kv) sequence length. Each config is
-verified against the reference before it is timed; times are medians (and the best) of device
-event profiling over --iters launches.
+change the dtype and the (kv) sequence length. Each config is built and verified against the
+reference first; then the configs are timed in --rounds alternating rounds of --iters launches
+each (device event profiling), so that a slow minute on a shared machine hits every config, not
+one. Times are medians (and the best) over all rounds.
 """
 
 from __future__ import annotations
@@ -16,8 +17,11 @@ import argparse
 import dataclasses
 import json
 import statistics
+from dataclasses import dataclass, field
 
-from xe2tune.harness import device_caps, open_queue
+import numpy as np
+
+from xe2tune.harness import device_caps, open_queue, sdpa_work
 from xe2tune.harness._executor import PlanExecutor
 from xe2tune.kernels import (
     ProblemSpec,
@@ -34,37 +38,54 @@ PROBLEMS = {
 }
 
 
-def measure(queue, caps, problem: ProblemSpec, overrides: dict, iters: int) -> str:
+@dataclass
+class Candidate:
+    """One config, built, verified and ready to launch; its timings accumulate over rounds."""
+
+    overrides: dict
+    executor: PlanExecutor
+    buffers: object
+    passed: bool
+    build_s: float
+    times: list[float] = field(default_factory=list)
+
+    def time(self, iters: int) -> None:
+        for _ in range(iters):
+            events = self.executor.launch_and_wait(self.buffers)
+            self.times.append(
+                (events[-1].profiling_info_end - events[0].profiling_info_start) * 1e-9
+            )
+
+
+def prepare(queue, caps, problem: ProblemSpec, overrides: dict,
+            inputs: tuple[np.ndarray, ...], reference: np.ndarray) -> Candidate:
     family = family_for_mode(problem.mode)
     params = {**family.params_from_config(family.default_config(problem, caps)), **overrides}
     config = family.config_from_params(problem, params)
     plan = family.plan(config, problem, caps)
     built = build_program(queue, plan.source_file, plan.kernel_names, plan.defines)
     executor = PlanExecutor(queue, built, plan, problem)
-    inputs = make_inputs(problem)
     buffers = executor.allocate(*inputs)
     executor.launch_and_wait(buffers)
-    report = check_output(problem, executor.read_output(buffers), reference_sdpa(problem, *inputs))
-    times = []
-    for _ in range(iters + 1):
-        events = executor.launch_and_wait(buffers)
-        times.append((events[-1].profiling_info_end - events[0].profiling_info_start) * 1e-9)
-    t, best = statistics.median(times[1:]), min(times[1:])
-    p = problem
-    if p.mode == "prefill":
-        work, unit = 4 * p.batch * p.heads_q * p.q_len * p.kv_len * p.head_dim, "GFLOP/s"
-    else:
-        work, unit = sum(a.nbytes for a in inputs) + inputs[0].nbytes, "GB/s"
+    report = check_output(problem, executor.read_output(buffers), reference)
+    return Candidate(overrides, executor, buffers, report.passed, built.build_seconds)
+
+
+def summary(problem: ProblemSpec, c: Candidate) -> str:
+    t, best = statistics.median(c.times), min(c.times)
+    work = sdpa_work(problem)
+    work, unit = (work.flops, "GFLOP/s") if problem.mode == "prefill" else (work.bytes, "GB/s")
     rate = f"{work / t / 1e9:6.2f} {unit} (best {work / best / 1e9:6.2f})"
-    return (f"{rate}  {t * 1e3:8.2f} ms  correct={report.passed}  "
-            f"build={built.build_seconds:.1f}s  {json.dumps(overrides or 'default')}")
+    return (f"{rate}  {t * 1e3:8.2f} ms  correct={c.passed}  "
+            f"build={c.build_s:.1f}s  {json.dumps(c.overrides or 'default')}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("mode", choices=sorted(PROBLEMS))
     parser.add_argument("--device", default="opencl:cpu")
-    parser.add_argument("--iters", type=int, default=5)
+    parser.add_argument("--iters", type=int, default=5, help="timed launches per round")
+    parser.add_argument("--rounds", type=int, default=3, help="alternating rounds")
     parser.add_argument("--dtype", choices=("fp16", "bf16", "fp32"))
     parser.add_argument("--seq", type=int, help="sequence length (kv length for decode)")
     parser.add_argument("--params", nargs="*", default=["{}"],
@@ -78,8 +99,15 @@ def main() -> None:
     if args.seq:
         q_len = problem.q_len if problem.mode == "decode" else args.seq
         problem = dataclasses.replace(problem, q_len=q_len, kv_len=args.seq)
-    for text in args.params:
-        print(measure(queue, caps, problem, json.loads(text), args.iters), flush=True)
+    inputs = make_inputs(problem)
+    reference = reference_sdpa(problem, *inputs)
+    candidates = [prepare(queue, caps, problem, json.loads(text), inputs, reference)
+                  for text in args.params]
+    for _ in range(args.rounds):
+        for c in candidates:
+            c.time(args.iters)
+    for c in candidates:
+        print(summary(problem, c), flush=True)
 
 
 if __name__ == "__main__":
