@@ -24,12 +24,12 @@ DEFAULT_PARAMS: tuple[dict[str, Any], ...] = (
      "rows_per_item": 4, "kv_stage": False},
 )
 # fp32 K/V are twice the bytes, and every work-group streams its head's whole K/V through the
-# caches: a taller row tile re-reads them a third as often. Measured hd128, 8 heads, both configs
-# timed in alternating rounds in one process: seq 2048 fp32 BQ 288 vs 96 -11 % and -7 % time (two
-# runs), BQ 192 -7 %; seq 1024 fp32 -6 %; seq 2048 fp16 +2 % (noise), so fp16 keeps 96. Check
-# with `python benchmarks/kernel_defaults.py prefill --dtype fp32 --seq 2048 --params {}
-# '{"bq": 96}'`.
-FP32_BQ = 288
+# caches: a taller row tile re-reads them half as often. Measured hd128, 8 heads, configs timed
+# in alternating rounds (`python benchmarks/kernel_defaults.py prefill --dtype fp32 --seq 2048
+# --iters 3 --rounds 8 --params '{"bq": 96}' '{"bq": 192}' '{"bq": 288}'`): seq 2048 BQ 192 vs
+# 96 -6 %, -4 %, -13 %, -7 % time in four runs, BQ 288 vs 96 +3 %, -1 %, -5 %, -3 %; seq 1024
+# all three within 1.5 %; fp16 seq 2048 with BQ 288 +2 % (one run), so fp16 keeps 96.
+FP32_BQ = 192
 
 
 class PrefillFamily(SdpaFamilyBase):
@@ -48,7 +48,7 @@ class PrefillFamily(SdpaFamilyBase):
         """
         self._check_problem(problem)
         return {
-            "bq": (8, 16, 32, 48, 64, 96, 128, 192, FP32_BQ),
+            "bq": (8, 16, 32, 48, 64, 96, 128, 192, 288),
             "bk": (8, 16, 32, 64),
             "bd": (8, 16, 32, 64),
             "bv": (8, 16, 32, 64),
