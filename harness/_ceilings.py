@@ -31,12 +31,14 @@ class FmaVariant:
 
 
 # With the CPU runtime's implicit vectorizer off (config.py), explicit vectors carry the SIMD
-# width: 8 or 16 lanes with enough independent chains to cover FMA latency reached 97 GFLOP/s
-# fp32 on 2 EPYC vCPUs (vec 4: 47). GPUs vectorize across work-items instead, so the scalar
-# variant with many work-items is theirs.
+# width, and FMA latency x ports independent chains are needed to fill the FMA pipes: vec 8 with
+# 12 chains reached 97 GFLOP/s fp32 on 2 EPYC vCPUs (AVX2; vec 4: 47); on 2 AVX-512 Xeon vCPUs
+# vec 16 with 12 chains reached 352 (vec 8 x 12: 170, vec 16 x 4: 190). GPUs vectorize across
+# work-items instead, so the scalar variant with many work-items is theirs.
 FMA_VARIANTS = (
     FmaVariant(vec=8, chains=12, global_size=64, local_size=4, iters=20_000),
     FmaVariant(vec=16, chains=4, global_size=64, local_size=4, iters=20_000),
+    FmaVariant(vec=16, chains=12, global_size=64, local_size=4, iters=10_000),
     FmaVariant(vec=8, chains=12, global_size=256, local_size=16, iters=10_000),
     FmaVariant(vec=1, chains=8, global_size=1 << 20, local_size=256, iters=200, gpu_only=True),
 )

@@ -37,6 +37,7 @@ def _filter_string(device: dpctl.SyclDevice) -> str:
 
 def device_caps(device: dpctl.SyclDevice) -> DeviceCaps:
     """The limits kernel families validate configs against."""
+    width = max(4, int(device.native_vector_width_float))
     return DeviceCaps(
         name=device.name,
         backend=device.backend.name,
@@ -49,6 +50,9 @@ def device_caps(device: dpctl.SyclDevice) -> DeviceCaps:
         has_fp16=bool(device.has_aspect_fp16),
         has_bf16=True,
         has_matrix_engine=_has_matrix_engine(device),
+        simd_width=width,
+        # x86 doubled the register count with the 16-lane width (AVX-512: zmm0-31).
+        simd_registers=32 if width >= 16 else 16,
     )
 
 

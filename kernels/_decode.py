@@ -12,7 +12,9 @@ from xe2tune.kernels._problem import ProblemSpec
 from xe2tune.kernels._sdpa_family import SdpaFamilyBase
 
 # Measured on the opencl:cpu device (2 cores, AVX2), hd128 fp16 32/8 heads kv 4096 and 16384:
-# see benchmarks/kernel_defaults.py. ``bq`` and ``rows_per_item`` are then fitted to the
+# see benchmarks/kernel_defaults.py; with 16 fp32 lanes (AVX-512) the first entry takes
+# WIDE_TILES (kv 16384: 4.76 vs 5.60 ms, `python benchmarks/kernel_defaults.py decode --seq
+# 16384 --iters 5 --rounds 4 --params ...`). ``bq`` and ``rows_per_item`` are then fitted to the
 # problem's rows (q_len x GQA group) so a single query row does not compute padding rows,
 # ``kv_heads_per_group`` to the largest of 8, 4, 2, 1 dividing heads_kv, and ``kv_chunk`` shrunk
 # (down to 128) until phase 1 has at least MIN_SPLIT_GROUPS work-groups. Later entries are
@@ -23,6 +25,7 @@ DEFAULT_PARAMS: tuple[dict[str, Any], ...] = (
     {"bq": 4, "bk": 16, "bd": 16, "bv": 16, "stages": 1, "subgroup_size": 8,
      "rows_per_item": 4, "kv_stage": False, "kv_chunk": 512, "kv_heads_per_group": 1},
 )
+WIDE_TILES = {"subgroup_size": 16, "bk": 32, "bd": 32, "bv": 32}
 MIN_SPLIT_GROUPS = 4
 
 
@@ -73,9 +76,12 @@ class DecodeFamily(SdpaFamilyBase):
                     f"{problem.heads_kv}")
         return None
 
-    def defines(self, config: LauncherConfig, problem: ProblemSpec) -> dict[str, int]:
+    def defines(
+        self, config: LauncherConfig, problem: ProblemSpec, caps: DeviceCaps
+    ) -> dict[str, int]:
         """The shared defines plus HB (KV heads per phase-1 work-group)."""
-        return {**super().defines(config, problem), "HB": int(config.knob("kv_heads_per_group"))}
+        return {**super().defines(config, problem, caps),
+                "HB": int(config.knob("kv_heads_per_group"))}
 
     def default_config(self, problem: ProblemSpec, caps: DeviceCaps) -> LauncherConfig:
         """The measured default, or the first valid fallback on other devices.
@@ -87,8 +93,11 @@ class DecodeFamily(SdpaFamilyBase):
         rows = problem.q_len * problem.group_size
         tm = min(4, 1 << (rows - 1).bit_length())
         bq = max(tm, min(64, 1 << (rows - 1).bit_length()))
+        candidates = DEFAULT_PARAMS
+        if caps.simd_width >= 16:
+            candidates = ({**DEFAULT_PARAMS[0], **WIDE_TILES}, *DEFAULT_PARAMS)
         fitted = []
-        for params in DEFAULT_PARAMS:
+        for params in candidates:
             hb = max(h for h in (1, 2, 4, 8) if h <= params["kv_heads_per_group"]
                      and problem.heads_kv % h == 0)
             chunk = params["kv_chunk"]
@@ -135,5 +144,5 @@ class DecodeFamily(SdpaFamilyBase):
         )
         partials = heads * chunks * rows
         scratch = {"part_o": 4 * partials * problem.head_dim_v, "part_ml": 8 * partials}
-        return LaunchPlan(self.source_file, self.kernel_names, self.defines(config, problem),
+        return LaunchPlan(self.source_file, self.kernel_names, self.defines(config, problem, caps),
                           (split, combine), scratch)

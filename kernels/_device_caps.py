@@ -24,3 +24,11 @@ class DeviceCaps:
     has_fp16: bool = True
     has_bf16: bool = True
     has_matrix_engine: bool = False
+    # The SIMD register file the vector-lane tile ops run on (CPU runtimes): fp32 lanes per
+    # native vector and how many such registers there are (AVX2: 8 x 16, AVX-512: 16 x 32).
+    simd_width: int = 8
+    simd_registers: int = 16
+
+    def vector_registers(self, lanes: int) -> int:
+        """How many sycl::vec<float, lanes> values the register file holds at once."""
+        return max(1, self.simd_registers * min(lanes, self.simd_width) // lanes)

@@ -216,10 +216,17 @@ class SdpaFamilyBase:
         raise InvalidProblem(f"no {self.name} config fits {problem.key()} on {caps.name}")
 
     # --- build and launch ------------------------------------------------------------------
-    def defines(self, config: LauncherConfig, problem: ProblemSpec) -> dict[str, int]:
-        """The compile-time parameters of one build (become -DXE2T_<NAME>=value)."""
+    def defines(
+        self, config: LauncherConfig, problem: ProblemSpec, caps: DeviceCaps
+    ) -> dict[str, int]:
+        """The compile-time parameters of one build (become -DXE2T_<NAME>=value).
+
+        VREGS, the device's register file in SG_SIZE-lane vectors, bounds the accumulator
+        micro-tiles: more accumulators than registers spill, fewer leave FMA latency exposed.
+        """
         p = self.params_from_config(config)
         return {
+            "VREGS": caps.vector_registers(p["subgroup_size"]),
             "D": problem.head_dim, "DTYPE": DTYPE_CODES[problem.dtype], "BQ": p["bq"],
             "BK": p["bk"], "BD": p["bd"], "BV": p["bv"], "VTILES": config.vtiles,
             "STAGES": config.stages, "SG_SIZE": p["subgroup_size"], "TM": p["rows_per_item"],

@@ -15,5 +15,5 @@ using xe2t_elem = xe2t::bf16_t;
 #endif
 
 using Mainloop = xe2t::SdpaMainloop<xe2t_elem, XE2T_D, XE2T_BQ, XE2T_BK, XE2T_BD, XE2T_BV,
-                                    XE2T_STAGES, XE2T_SG_SIZE, XE2T_TM, XE2T_KV_STAGE>;
+                                    XE2T_STAGES, XE2T_SG_SIZE, XE2T_TM, XE2T_KV_STAGE, XE2T_VREGS>;
 static_assert(Mainloop::VTILES == XE2T_VTILES, "VTILES must equal Dv / BV");

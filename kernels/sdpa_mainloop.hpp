@@ -35,25 +35,30 @@ struct Geometry {
   }
 };
 
-// The largest divisor of n whose product with rows stays within budget vector accumulators.
-constexpr int register_tile(int n, int rows, int budget) {
+// The largest divisor c of n (vectors or keys per row of an accumulator tile) such that the
+// rows x c accumulators, the c operands loaded for them and row_operands live values of the
+// other side fit in budget vector registers.
+constexpr int register_tile(int n, int rows, int row_operands, int budget) {
   int best = 1;
   for (int c = 1; c <= n; ++c)
-    if (n % c == 0 && rows * c <= budget) best = c;
+    if (n % c == 0 && rows * c + c + row_operands <= budget) best = c;
   return best;
 }
 
-template <class T, int D, int BQ, int BK, int BD, int BV, int STAGES, int W, int TM, int KV_STAGE>
+// VREGS: how many W-lane vectors the device's register file holds (16 on AVX2, 32 on AVX-512
+// with W = 16); it sizes the accumulator micro-tiles.
+template <class T, int D, int BQ, int BK, int BD, int BV, int STAGES, int W, int TM, int KV_STAGE,
+          int VREGS>
 struct SdpaMainloop {
   static constexpr int DV = D;
   static constexpr int VTILES = DV / BV;
   static constexpr int NT = BQ / TM;
   static constexpr int NVK = BK / W;  // vectors per S row
   static constexpr int NVV = BV / W;  // vectors per O split row
-  // Register tiles of the S product: NC vectors of keys (staged) or KC keys (in place) per row,
-  // so TM x NC (TM x KC) accumulators fit the 16 vector registers of AVX2 whatever BK is.
-  static constexpr int NC = register_tile(NVK, TM, 16);
-  static constexpr int KC = register_tile(BK, TM, 8);
+  // Register tiles of the S product, NC vectors of keys (staged: one broadcast Q scalar live) or
+  // KC keys (in place: TM Q vectors live) per row, sized to the register file whatever BK is.
+  static constexpr int NC = register_tile(NVK, TM, 1, VREGS);
+  static constexpr int KC = register_tile(BK, TM, TM, VREGS);
   static constexpr int LOCAL_FLOATS = KV_STAGE ? D * BK + BK * DV : 1;
 
   static_assert(D % BD == 0, "BD must divide the head dim");
@@ -221,28 +226,24 @@ struct SdpaMainloop {
     }
   }
 
-  // Sets S to -inf where key > last[r] (causal diagonal blocks and the kv tail).
+  // Sets S to -inf where key > last[r] (causal diagonal blocks and the kv tail): keys ascend,
+  // so each row's masked keys are a tail of the block.
   static void mask(float (&p)[TM][BK], const int (&last)[TM], int key0) {
-    sycl::vec<int, W> lane;
-#pragma unroll
-    for (int w = 0; w < W; ++w) lane[w] = w;
     for (int r = 0; r < TM; ++r)
-      for (int c = 0; c < NVK; ++c) {
-        const sycl::vec<int, W> key = lane + sycl::vec<int, W>(key0 + c * W);
-        Ops::store(&p[r][c * W], sycl::select(Ops::load(&p[r][c * W]), vec(kNegInf),
-                                              key > sycl::vec<int, W>(last[r])));
-      }
+      for (int j = sycl::max(0, last[r] - key0 + 1); j < BK; ++j) p[r][j] = kNegInf;
   }
 
   // Online softmax of the S block in p; leaves P in p and the O rescale factors in alpha.
   static void softmax(float (&p)[TM][BK], State &st, float (&alpha)[TM]) {
     for (int r = 0; r < TM; ++r) {
       vec mx = Ops::load(&p[r][0]);
-      for (int c = 1; c < NVK; ++c) mx = sycl::fmax(mx, Ops::load(&p[r][c * W]));
-      const float m_new = sycl::fmax(st.m[r], Ops::reduce_max(mx));
+      for (int c = 1; c < NVK; ++c) mx = Ops::vmax(mx, Ops::load(&p[r][c * W]));
+      const float m_new = Ops::smax(st.m[r], Ops::reduce_max(mx));
       // A row that has seen only masked keys keeps m = -inf; subtract 0 so exp2 gives 0, not NaN.
       const float m_sub = m_new == kNegInf ? 0.0f : m_new;
-      alpha[r] = sycl::exp2(st.m[r] - m_sub);
+      // The vector exp2 on one lane: the scalar sycl::exp2 is a library call that spills the
+      // vector registers around it.
+      alpha[r] = Ops::exp2(vec(st.m[r] - m_sub))[0];
       vec sum(0.0f);
       for (int c = 0; c < NVK; ++c) {
         const vec e = Ops::exp2(Ops::load(&p[r][c * W]) - vec(m_sub));

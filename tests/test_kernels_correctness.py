@@ -9,6 +9,7 @@ dtype x mode with the default config and a larger sample of the valid space.
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import numpy as np
@@ -82,6 +83,23 @@ def test_default_config_matches_reference(cpu_queue, cpu_caps, problem):
     run_case(cpu_queue, cpu_caps, problem)
 
 
+# The default configs of both SIMD widths the families know (AVX2: 8 lanes x 16 registers,
+# AVX-512: 16 x 32), whichever this machine has: register tiles and defaults follow the caps.
+SIMD_CASES = [
+    P("prefill", 128, "fp16", 300, 1000, 8, 2, causal=True),
+    P("prefill", 64, "fp32", 1000, 129, 4, 4),
+    P("decode", 128, "fp16", 1, 1000, 32, 8),
+    P("decode", 128, "bf16", 3, 129, 8, 1, causal=True),
+]
+
+
+@pytest.mark.parametrize("simd", [(8, 16), (16, 32)], ids=["avx2", "avx512"])
+@pytest.mark.parametrize("problem", SIMD_CASES, ids=lambda p: p.key())
+def test_default_config_of_each_simd_width(cpu_queue, cpu_caps, problem, simd):
+    caps = dataclasses.replace(cpu_caps, simd_width=simd[0], simd_registers=simd[1])
+    run_case(cpu_queue, caps, problem)
+
+
 NON_DEFAULT = {
     # dot-product S (K read in place), 4 lanes, 2 rows per work-item, no prefetch, 16 V splits
     "prefill-direct-w4": ("prefill", 128, "fp16", dict(
@@ -92,6 +110,9 @@ NON_DEFAULT = {
     # staged K^T/V, 6 rows per work-item (BQ 96: row tiles with a tail), 2 blocks prefetched
     "prefill-staged-tm6": ("prefill", 128, "bf16", dict(
         bq=96, bk=64, bd=16, bv=16, stages=2, subgroup_size=8, rows_per_item=6, kv_stage=True)),
+    # 12 rows per work-item, 16 lanes, two O vectors per V split, row tiles with a tail
+    "prefill-staged-tm12": ("prefill", 128, "fp16", dict(
+        bq=96, bk=32, bd=16, bv=32, stages=1, subgroup_size=16, rows_per_item=12, kv_stage=True)),
     # staged decode, several work-items per work-group, short chunks, 2 KV heads per work-group
     "decode-staged": ("decode", 128, "fp16", dict(
         bq=8, bk=16, bd=16, bv=32, stages=2, subgroup_size=8, rows_per_item=2, kv_stage=True,

@@ -52,6 +52,27 @@ def test_default_config_is_valid_everywhere(mode, dtype, head_dim, q_len, group)
     assert family.plan(config, problem, CPU_CAPS).launches
 
 
+@pytest.mark.parametrize("simd, lanes, expected", [
+    ((8, 16), 8, 16), ((8, 16), 16, 8), ((8, 16), 4, 16), ((16, 32), 16, 32), ((16, 32), 8, 32),
+])
+def test_vector_registers_count_registers_not_lanes(simd, lanes, expected):
+    caps = dataclasses.replace(CPU_CAPS, simd_width=simd[0], simd_registers=simd[1])
+    assert caps.vector_registers(lanes) == expected
+    problem = P("prefill", 128, "fp16")
+    family = family_for_mode("prefill")
+    config = family.config_from_params(problem, {**PREFILL, "subgroup_size": lanes})
+    assert family.defines(config, problem, caps)["VREGS"] == expected
+
+
+@pytest.mark.parametrize("width", [8, 16])
+@pytest.mark.parametrize("mode", ["prefill", "decode"])
+def test_default_follows_the_simd_width(mode, width):
+    caps = dataclasses.replace(CPU_CAPS, simd_width=width, simd_registers=2 * width)
+    problem = P(mode, 128, "fp16", q_len=1 if mode == "decode" else 1000, hq=32, hkv=8)
+    config = family_for_mode(mode).default_config(problem, caps)
+    assert config.subgroup_size == width
+
+
 def _with(caps=CPU_CAPS, **changes):
     return dataclasses.replace(caps, **changes)
 
@@ -160,7 +181,7 @@ def test_cpp_static_asserts_mirror_invalid_reason(cpu_queue, changes, message):
     assert family.invalid_reason(config, problem, CPU_CAPS) is not None
     with pytest.raises(KernelCompileError) as info:
         build_program(cpu_queue, family.source_file, family.kernel_names,
-                      family.defines(config, problem))
+                      family.defines(config, problem, CPU_CAPS))
     assert message in info.value.log
 
 
