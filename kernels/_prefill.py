@@ -17,11 +17,11 @@ from xe2tune.kernels._sdpa_family import SdpaFamilyBase
 # or head dims where the first is invalid.
 DEFAULT_PARAMS: tuple[dict[str, Any], ...] = (
     {"bq": 96, "bk": 64, "bd": 16, "bv": 16, "stages": 1, "subgroup_size": 8,
-     "rows_per_item": 6, "kv_stage": True},
+     "rows_per_item": 6, "kv_stage": True, "kv_pack": False},
     {"bq": 128, "bk": 32, "bd": 16, "bv": 16, "stages": 1, "subgroup_size": 8,
-     "rows_per_item": 8, "kv_stage": True},
+     "rows_per_item": 8, "kv_stage": True, "kv_pack": False},
     {"bq": 32, "bk": 16, "bd": 16, "bv": 16, "stages": 1, "subgroup_size": 8,
-     "rows_per_item": 4, "kv_stage": False},
+     "rows_per_item": 4, "kv_stage": False, "kv_pack": False},
 )
 # fp32 K/V are twice the bytes, and every work-group streams its head's whole K/V through the
 # caches: a taller row tile re-reads them half as often. Measured hd128, 8 heads, configs timed
@@ -38,17 +38,24 @@ FP32_BQ = 192
 # BK 32 vs 64 within +-4 % at fp32.
 WIDE_PARAMS: dict[str, Any] = {
     "bq": 256, "bk": 64, "bd": 16, "bv": 32, "stages": 1, "subgroup_size": 16,
-    "rows_per_item": 8, "kv_stage": True,
+    "rows_per_item": 8, "kv_stage": True, "kv_pack": False,
 }
 
 
 class PrefillFamily(SdpaFamilyBase):
-    """Prefill: one work-group per BQ rows (query positions x GQA group heads) per KV head."""
+    """Prefill: one work-group per BQ rows (query positions x GQA group heads) per KV head.
+
+    Extra knob: ``kv_pack`` (with ``kv_stage``), the staged fp32 K^T/V tiles are packed once per
+    launch into global scratch by a pack kernel instead of copied into local memory by every
+    work-group: no per-work-group transposes or barriers, contiguous tile reads.
+    """
 
     name = "sdpa_prefill"
     mode = "prefill"
     source_file = "sdpa_prefill.cpp"
-    kernel_names = ("xe2t_sdpa_prefill",)
+    kernel_names = ("xe2t_sdpa_prefill", "xe2t_sdpa_pack_kv")
+    extra_knobs = ("kv_pack",)
+    knob_defaults = {"kv_pack": False}
 
     def parameter_space(self, problem: ProblemSpec) -> Mapping[str, Sequence[Any]]:
         """The Cartesian space: parameter name -> candidate values, for this problem.
@@ -66,7 +73,15 @@ class PrefillFamily(SdpaFamilyBase):
             "subgroup_size": (4, 8, 16),
             "rows_per_item": (1, 2, 4, 6, 8, 12),
             "kv_stage": (False, True),
+            "kv_pack": (False, True),
         }
+
+    def _extra_reason(
+        self, params: Mapping[str, Any], problem: ProblemSpec, caps: DeviceCaps
+    ) -> str | None:
+        if params["kv_pack"] and not params["kv_stage"]:
+            return "kv_pack packs the staged tiles: it needs kv_stage"
+        return None
 
     def default_config(self, problem: ProblemSpec, caps: DeviceCaps) -> LauncherConfig:
         """The measured default, or the first valid fallback on other devices.
@@ -89,7 +104,9 @@ class PrefillFamily(SdpaFamilyBase):
         self, config: LauncherConfig, problem: ProblemSpec, caps: DeviceCaps, *,
         scale: float | None = None,
     ) -> LaunchPlan:
-        """One launch: global (batch * heads_kv, row_tiles * NT), local (1, NT).
+        """The attention launch: global (batch * heads_kv, row_tiles * NT), local (1, NT);
+        with ``kv_pack``, after the pack launch: global (batch * heads_kv, K/V blocks), local
+        (1, 1), into the ``tiles`` scratch (fp32 K^T and V of every block).
 
         Raises:
             InvalidConfig: if the config is invalid (with the reason).
@@ -98,13 +115,27 @@ class PrefillFamily(SdpaFamilyBase):
         nt = config.subgroup_layout[0]
         rows = problem.q_len * problem.group_size
         row_tiles = -(-rows // config.bq)
-        launch = KernelLaunch(
+        heads = problem.batch * problem.heads_kv
+        attention = KernelLaunch(
             kernel=self.kernel_names[0],
-            args=("q", "k", "v", "o", problem.q_len, problem.kv_len, problem.heads_q,
+            args=("q", "k", "v", "o", "tiles", problem.q_len, problem.kv_len, problem.heads_q,
                   problem.heads_kv, self.qscale(problem, scale), int(problem.causal)),
-            arg_types=("buffer",) * 4 + ("int",) * 4 + ("float", "int"),
-            global_size=(problem.batch * problem.heads_kv, row_tiles * nt),
+            arg_types=("buffer",) * 5 + ("int",) * 4 + ("float", "int"),
+            global_size=(heads, row_tiles * nt),
             local_size=(1, nt),
         )
+        launches: tuple[KernelLaunch, ...] = (attention,)
+        tile_bytes = 4  # unused by the kernel unless packed, but every argument needs a buffer
+        if config.knob("kv_pack"):
+            blocks = -(-problem.kv_len // config.bk)
+            tile_bytes = 4 * heads * blocks * config.bk * (problem.head_dim + problem.head_dim_v)
+            pack = KernelLaunch(
+                kernel=self.kernel_names[1],
+                args=("k", "v", "tiles", problem.kv_len, problem.heads_kv),
+                arg_types=("buffer",) * 3 + ("int",) * 2,
+                global_size=(heads, blocks),
+                local_size=(1, 1),
+            )
+            launches = (pack, attention)
         return LaunchPlan(self.source_file, self.kernel_names, self.defines(config, problem, caps),
-                          (launch,), {})
+                          launches, {"tiles": tile_bytes})

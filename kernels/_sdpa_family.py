@@ -13,6 +13,7 @@ parameter               LauncherConfig              define      meaning
 ``subgroup_size``       subgroup_size               SG_SIZE     vector lanes of a tile register
 ``rows_per_item``       knob, subgroup_layout       TM          rows of one work-item's micro-tile
 ``kv_stage``            knob                        KV_STAGE    stage K^T/V in local memory
+``kv_pack`` (prefill)   knob                        KV_STAGE=2  pack K^T/V tiles once, in global
 ======================  ==========================  ==========  =================================
 
 A row is one (query position, query head of the GQA group) pair, so ``subgroup_layout`` is
@@ -37,6 +38,7 @@ LOG2E = math.log2(math.e)
 
 COMMON_PARAMS = ("bq", "bk", "bd", "bv", "stages", "subgroup_size", "rows_per_item", "kv_stage")
 COMMON_KNOBS = ("kv_stage", "rows_per_item")
+BOOL_PARAMS = ("kv_stage", "kv_pack")
 
 
 class SdpaFamilyBase:
@@ -52,6 +54,8 @@ class SdpaFamilyBase:
     source_file: str
     kernel_names: tuple[str, ...]
     extra_knobs: tuple[str, ...] = ()
+    # Knobs added after configs were first stored: a stored config without one means this value.
+    knob_defaults: Mapping[str, Any] = {}
 
     # --- the space -------------------------------------------------------------------------
     def parameter_space(self, problem: ProblemSpec) -> Mapping[str, Sequence[Any]]:
@@ -77,6 +81,7 @@ class SdpaFamilyBase:
             InvalidConfig: if a parameter is missing, unknown or of the wrong kind.
         """
         names = COMMON_PARAMS + self.extra_knobs
+        params = {**self.knob_defaults, **params}
         missing = [n for n in names if n not in params]
         unknown = sorted(set(params) - set(names))
         if missing or unknown:
@@ -85,14 +90,16 @@ class SdpaFamilyBase:
                 f"; accepted: {', '.join(names)}"
             )
         try:
-            ints = {n: int(params[n]) for n in names if n != "kv_stage"}
+            ints = {n: int(params[n]) for n in names if n not in BOOL_PARAMS}
         except (TypeError, ValueError) as exc:
             raise InvalidConfig(f"{self.name} parameters must be integers: {exc}") from exc
-        if not isinstance(params["kv_stage"], (bool, int)):
-            raise InvalidConfig("kv_stage must be a boolean")
+        for n in BOOL_PARAMS:
+            if n in names and not isinstance(params[n], (bool, int)):
+                raise InvalidConfig(f"{n} must be a boolean")
         bq, tm = ints["bq"], ints["rows_per_item"]
         knobs = [("rows_per_item", tm), ("kv_stage", bool(params["kv_stage"]))]
-        knobs += [(n, ints[n]) for n in self.extra_knobs]
+        knobs += [(n, bool(params[n]) if n in BOOL_PARAMS else ints[n])
+                  for n in self.extra_knobs]
         return LauncherConfig(
             shape_qk=(bq, ints["bk"], ints["bd"]),
             shape_pv=(bq, ints["bv"], ints["bk"]),
@@ -109,7 +116,7 @@ class SdpaFamilyBase:
         Raises:
             InvalidConfig: if the config lacks a knob of this family or has one it does not know.
         """
-        knobs = dict(config.knobs)
+        knobs = {**self.knob_defaults, **dict(config.knobs)}
         expected = set(COMMON_KNOBS + self.extra_knobs)
         if set(knobs) != expected:
             raise InvalidConfig(
@@ -121,7 +128,8 @@ class SdpaFamilyBase:
             "stages": config.stages, "subgroup_size": config.subgroup_size,
             "rows_per_item": int(knobs["rows_per_item"]), "kv_stage": bool(knobs["kv_stage"]),
         }
-        params.update({n: int(knobs[n]) for n in self.extra_knobs})
+        params.update({n: bool(knobs[n]) if n in BOOL_PARAMS else int(knobs[n])
+                       for n in self.extra_knobs})
         return params
 
     # --- validation ------------------------------------------------------------------------
@@ -187,7 +195,7 @@ class SdpaFamilyBase:
     @staticmethod
     def local_bytes(params: Mapping[str, Any], problem: ProblemSpec) -> int:
         """Work-group local memory: fp32 K^T and V blocks when staged (LOCAL_FLOATS in C++)."""
-        if not params["kv_stage"]:
+        if not params["kv_stage"] or params.get("kv_pack"):
             return 4
         return 4 * params["bk"] * (problem.head_dim + problem.head_dim_v)
 
@@ -230,7 +238,7 @@ class SdpaFamilyBase:
             "D": problem.head_dim, "DTYPE": DTYPE_CODES[problem.dtype], "BQ": p["bq"],
             "BK": p["bk"], "BD": p["bd"], "BV": p["bv"], "VTILES": config.vtiles,
             "STAGES": config.stages, "SG_SIZE": p["subgroup_size"], "TM": p["rows_per_item"],
-            "KV_STAGE": int(p["kv_stage"]),
+            "KV_STAGE": 2 if p.get("kv_pack") else int(p["kv_stage"]),
         }
 
     @staticmethod

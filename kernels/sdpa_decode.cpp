@@ -11,6 +11,8 @@
 
 #include "sdpa_config.hpp"
 
+static_assert(XE2T_KV_STAGE != 2, "decode reads each K/V block once: in place or staged");
+
 namespace syclext = sycl::ext::oneapi;
 namespace syclexp = sycl::ext::oneapi::experimental;
 

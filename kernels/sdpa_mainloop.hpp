@@ -10,8 +10,10 @@
 // (a register micro-tile of S [TM, BK] and O [TM, BV] per V split).
 //
 // KV_STAGE picks the tile layout: 1 = K^T and V blocks are copied (as fp32) into work-group
-// local memory and S is built as outer products with lanes spanning keys; 0 = each work-item
-// reads K and V in place and S is built as dot products with lanes spanning head dims.
+// local memory and S is built as outer products with lanes spanning keys; 2 = the same fp32
+// tiles, packed once per launch into global memory by a pack kernel (no copy per work-group, no
+// barriers, contiguous reads); 0 = each work-item reads K and V in place and S is built as dot
+// products with lanes spanning head dims.
 #pragma once
 
 #include "sdpa_tile_ops.hpp"
@@ -59,7 +61,8 @@ struct SdpaMainloop {
   // KC keys (in place: TM Q vectors live) per row, sized to the register file whatever BK is.
   static constexpr int NC = register_tile(NVK, TM, 1, VREGS);
   static constexpr int KC = register_tile(BK, TM, TM, VREGS);
-  static constexpr int LOCAL_FLOATS = KV_STAGE ? D * BK + BK * DV : 1;
+  static constexpr int TILE_FLOATS = D * BK + BK * DV;  // one block's K^T [D][BK], V [BK][DV]
+  static constexpr int LOCAL_FLOATS = KV_STAGE == 1 ? TILE_FLOATS : 1;
 
   static_assert(D % BD == 0, "BD must divide the head dim");
   static_assert(BD % W == 0, "SG_SIZE must divide BD");
@@ -68,7 +71,7 @@ struct SdpaMainloop {
   static_assert(DV % BV == 0, "BV must divide the V head dim (VTILES = Dv / BV)");
   static_assert(BQ % TM == 0, "rows per work-item (TM) must divide BQ");
   static_assert(STAGES >= 0, "STAGES is a prefetch distance >= 0");
-  static_assert(KV_STAGE == 0 || KV_STAGE == 1, "KV_STAGE is 0 or 1");
+  static_assert(KV_STAGE >= 0 && KV_STAGE <= 2, "KV_STAGE is 0, 1 or 2");
 
   using Ops = VecTileOps<W>;
   using vec = typename Ops::vec;
@@ -80,19 +83,28 @@ struct SdpaMainloop {
     return last < 0 ? 0 : sycl::min(nkb, last / BK + 1);
   }
 
-  // Pointers to the (batch, KV head) slice: Q row R and key j.
+  static int blocks(const Geometry &g) { return (g.kv_len + BK - 1) / BK; }
+
+  // Pointers to the (batch, KV head) slice: Q row R, key j and packed block kb.
   struct Slice {
     const T *q;  // Q[b, 0, hkv * G, 0]
     const T *k;  // K[b, 0, hkv, 0]
     const T *v;  // V[b, 0, hkv, 0]
     const Geometry *g;
+    float *tiles;  // packed [B, Hkv, blocks, TILE_FLOATS] (KV_STAGE 2), else null
 
-    // The slice of batch b, KV head hkv in tensors Q [B, q_len, Hq, D], K/V [B, kv_len, Hkv, D].
-    static Slice of(const T *q, const T *k, const T *v, const Geometry &g, int b, int hkv) {
+    // The slice of batch b, KV head hkv in tensors Q [B, q_len, Hq, D], K/V [B, kv_len, Hkv, D]
+    // and, when given, packed tiles.
+    static Slice of(const T *q, const T *k, const T *v, const Geometry &g, int b, int hkv,
+                    float *tiles = nullptr) {
       const size_t q_off = (static_cast<size_t>(b) * g.q_len * g.heads_q + hkv * g.group) * D;
       const size_t kv_off = (static_cast<size_t>(b) * g.kv_len * g.heads_kv + hkv) * D;
-      return {q + q_off, k + kv_off, v + kv_off, &g};
+      const size_t tile_off =
+          (static_cast<size_t>(b) * g.heads_kv + hkv) * blocks(g) * TILE_FLOATS;
+      return {q + q_off, k + kv_off, v + kv_off, &g, tiles ? tiles + tile_off : nullptr};
     }
+
+    float *tile(int kb) const { return tiles + static_cast<size_t>(kb) * TILE_FLOATS; }
 
     const T *q_row(int row) const {
       return q + (static_cast<size_t>(row / g->group) * g->heads_q + row % g->group) * D;
@@ -120,17 +132,26 @@ struct SdpaMainloop {
     }
   }
 
+  // Item t's share of block kb: its K/V rows, or of the packed tile (KV_STAGE 2).
   static void prefetch_block(const Slice &s, int kb, int t) {
-    for (int j = t; j < BK; j += NT) prefetch_key(s, kb * BK + j);
+    if constexpr (KV_STAGE == 2) {
+      constexpr int kShare = (TILE_FLOATS + NT - 1) / NT;
+      const int first = t * kShare;
+      if (first < TILE_FLOATS)
+        sycl::ext::oneapi::experimental::prefetch(
+            s.tile(kb) + first, sycl::min(kShare, TILE_FLOATS - first) * sizeof(float));
+    } else {
+      for (int j = t; j < BK; j += NT) prefetch_key(s, kb * BK + j);
+    }
   }
 
-  // Copy K block kb transposed ([D][BK]) and V block ([BK][DV]) into local memory as fp32.
-  // K goes W keys at a time, each W x W tile transposed in registers, so every store to
-  // local memory is a whole vector.
-  static void stage(const Slice &s, int kb, int t, float *local) {
-    float *kt = local;
-    float *vl = local + D * BK;
-    for (int j0 = t * W; j0 < BK; j0 += NT * W) {
+  // Copy K block kb transposed ([D][BK]) and V block ([BK][DV]) into a tile as fp32, item t of
+  // nt sharing the work. K goes W keys at a time, each W x W tile transposed in registers, so
+  // every store to the tile is a whole vector.
+  static void stage(const Slice &s, int kb, int t, int nt, float *tile) {
+    float *kt = tile;
+    float *vl = tile + D * BK;
+    for (int j0 = t * W; j0 < BK; j0 += nt * W) {
       const T *kr[W];
 #pragma unroll
       for (int w = 0; w < W; ++w) kr[w] = s.k_row(kb * BK + j0 + w);
@@ -143,7 +164,7 @@ struct SdpaMainloop {
         for (int w = 0; w < W; ++w) Ops::store(kt + (d + w) * BK + j0, tile[w]);
       }
     }
-    for (int j = t; j < BK; j += NT) {
+    for (int j = t; j < BK; j += nt) {
       const T *vr = s.v_row(kb * BK + j);
       for (int d = 0; d < DV; d += W) Ops::store(vl + j * DV + d, Ops::load(vr + d));
     }
@@ -327,17 +348,20 @@ struct SdpaMainloop {
       const int key0 = kb * BK;
 #pragma unroll 1
       for (int h = 0; h < HB; ++h) {
-        if constexpr (KV_STAGE) {
+        const float *tile = local;
+        if constexpr (KV_STAGE == 1) {
           sycl::group_barrier(wg);
-          stage(s[h], kb, t, local);
+          stage(s[h], kb, t, NT, local);
           sycl::group_barrier(wg);
+        } else if constexpr (KV_STAGE == 2) {
+          tile = s[h].tile(kb);
         }
-        if constexpr (STAGES > 0 && KV_STAGE) {
+        if constexpr (STAGES > 0 && KV_STAGE != 0) {
           if (kb + STAGES < kb1) prefetch_block(s[h], kb + STAGES, t);
         }
         alignas(64) float p[TM][BK];
         if constexpr (KV_STAGE) {
-          scores_staged(p, qs[h], local);
+          scores_staged(p, qs[h], tile);
         } else {
           scores_direct(p, qs[h], s[h], key0);
         }
@@ -345,7 +369,7 @@ struct SdpaMainloop {
         if (key0 + BK - 1 > last[0]) mask(p, last, key0);
         float alpha[TM];
         softmax(p, st[h], alpha);
-        accumulate_pv(st[h], alpha, p, s[h], key0, local + D * BK);
+        accumulate_pv(st[h], alpha, p, s[h], key0, tile + D * BK);
       }
     }
   }

@@ -1,6 +1,8 @@
 // Flash-attention forward (prefill): one work-group per (BQ rows, batch, KV head); each
 // work-group streams every K/V block its rows may see and writes normalized O.
 // nd-range: global (batch * heads_kv, row_tiles * NT), local (1, NT).
+// With KV_STAGE 2, xe2t_sdpa_pack_kv first packs every K/V block into the fp32 tiles the
+// mainloop reads (tiles [batch, heads_kv, blocks, TILE_FLOATS]); otherwise tiles is unused.
 #include <sycl/sycl.hpp>
 
 #include "sdpa_config.hpp"
@@ -10,8 +12,8 @@ namespace syclexp = sycl::ext::oneapi::experimental;
 
 extern "C" SYCL_EXT_ONEAPI_FUNCTION_PROPERTY((syclexp::nd_range_kernel<2>))
 void xe2t_sdpa_prefill(const xe2t_elem *q, const xe2t_elem *k, const xe2t_elem *v, xe2t_elem *o,
-                       int q_len, int kv_len, int heads_q, int heads_kv, float qscale,
-                       int causal) {
+                       float *tiles, int q_len, int kv_len, int heads_q, int heads_kv,
+                       float qscale, int causal) {
   static syclexp::work_group_static<float[Mainloop::LOCAL_FLOATS]> local;
   const auto it = syclext::this_work_item::get_nd_item<2>();
   const int b = static_cast<int>(it.get_group(0)) / heads_kv;
@@ -19,7 +21,8 @@ void xe2t_sdpa_prefill(const xe2t_elem *q, const xe2t_elem *k, const xe2t_elem *
   const int t = static_cast<int>(it.get_local_id(1));
   const xe2t::Geometry g{q_len, kv_len, heads_q, heads_kv, heads_q / heads_kv, causal, qscale};
 
-  const Mainloop::Slice slice[1] = {Mainloop::Slice::of(q, k, v, g, b, hkv)};
+  const Mainloop::Slice slice[1] = {
+      Mainloop::Slice::of(q, k, v, g, b, hkv, XE2T_KV_STAGE == 2 ? tiles : nullptr)};
 
   const int tile_row0 = static_cast<int>(it.get_group(1)) * XE2T_BQ;
   const int row0 = tile_row0 + t * XE2T_TM;
@@ -38,4 +41,19 @@ void xe2t_sdpa_prefill(const xe2t_elem *q, const xe2t_elem *k, const xe2t_elem *
     for (int d = 0; d < XE2T_D; d += XE2T_SG_SIZE)
       Mainloop::Ops::store(dst + d, Mainloop::Ops::load(&st.o[r][d]) * inv);
   }
+}
+
+// One work-item per (batch * KV head, block): nd-range global (batch * heads_kv, blocks),
+// local (1, 1). The tile layout and the fp32 conversion are the mainloop's own staging.
+extern "C" SYCL_EXT_ONEAPI_FUNCTION_PROPERTY((syclexp::nd_range_kernel<2>))
+void xe2t_sdpa_pack_kv(const xe2t_elem *k, const xe2t_elem *v, float *tiles, int kv_len,
+                       int heads_kv) {
+  const auto it = syclext::this_work_item::get_nd_item<2>();
+  const int b = static_cast<int>(it.get_global_id(0)) / heads_kv;
+  const int hkv = static_cast<int>(it.get_global_id(0)) % heads_kv;
+  const int kb = static_cast<int>(it.get_global_id(1));
+  // A geometry of K/V only: one query row, no Q pointer is ever read (Slice needs one: k).
+  const xe2t::Geometry g{1, kv_len, heads_kv, heads_kv, 1, 0, 0.0f};
+  const Mainloop::Slice slice = Mainloop::Slice::of(k, k, v, g, b, hkv, tiles);
+  Mainloop::stage(slice, kb, 0, 1, slice.tile(kb));
 }

@@ -113,6 +113,10 @@ NON_DEFAULT = {
     # 12 rows per work-item, 16 lanes, two O vectors per V split, row tiles with a tail
     "prefill-staged-tm12": ("prefill", 128, "fp16", dict(
         bq=96, bk=32, bd=16, bv=32, stages=1, subgroup_size=16, rows_per_item=12, kv_stage=True)),
+    # tiles packed once per launch by the pack kernel, read from global memory
+    "prefill-packed": ("prefill", 128, "fp16", dict(
+        bq=64, bk=32, bd=16, bv=32, stages=1, subgroup_size=16, rows_per_item=8, kv_stage=True,
+        kv_pack=True)),
     # staged decode, several work-items per work-group, short chunks, 2 KV heads per work-group
     "decode-staged": ("decode", 128, "fp16", dict(
         bq=8, bk=16, bd=16, bv=32, stages=2, subgroup_size=8, rows_per_item=2, kv_stage=True,
@@ -135,6 +139,16 @@ def test_non_default_configs(cpu_queue, cpu_caps, name):
     for q_len, kv_len, hq, hkv, causal in NON_DEFAULT_SHAPES[mode]:
         problem = P(mode, d, dtype, q_len, kv_len, hq, hkv, causal=causal)
         run_case(cpu_queue, cpu_caps, problem, family.config_from_params(problem, params))
+
+
+def test_packed_tiles_of_every_batch_and_head(cpu_queue, cpu_caps):
+    family = family_for_mode("prefill")
+    for problem in (P("prefill", 64, "fp32", 77, 301, 8, 2, causal=True, batch=2),
+                    P("prefill", 64, "bf16", 33, 40, 4, 4, batch=3)):
+        config = family.config_from_params(problem, dict(
+            bq=32, bk=16, bd=16, bv=16, stages=2, subgroup_size=8, rows_per_item=4,
+            kv_stage=True, kv_pack=True))
+        run_case(cpu_queue, cpu_caps, problem, config)
 
 
 def sample_valid_config(problem: ProblemSpec, caps: DeviceCaps, seed: int) -> LauncherConfig:

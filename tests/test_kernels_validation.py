@@ -93,6 +93,7 @@ INVALID = [
     ("prefill", 256, dict(bk=64), _with(local_mem_bytes=64 * 1024), "local memory"),
     ("prefill", 128, dict(stages=-1), CPU_CAPS, "stages must be >= 0"),
     ("prefill", 128, {}, _with(has_fp16=False), "no fp16"),
+    ("prefill", 128, dict(kv_pack=True, kv_stage=False), CPU_CAPS, "it needs kv_stage"),
     ("decode", 128, dict(kv_chunk=100), CPU_CAPS, "kv_chunk 100 must be a positive multiple"),
     ("decode", 128, dict(kv_heads_per_group=4), CPU_CAPS,
      "kv_heads_per_group 4 must be a positive divisor of heads_kv 2"),
@@ -125,6 +126,26 @@ def test_hand_made_config_inconsistent_with_the_vocabulary():
     no_knobs = dataclasses.replace(good, knobs=())
     assert "knobs" in family.invalid_reason(no_knobs, problem, CPU_CAPS)
     assert "serves mode prefill" in family.invalid_reason(good, P("decode", q_len=1), CPU_CAPS)
+
+
+def test_configs_stored_before_kv_pack_existed_read_as_unpacked():
+    problem = P()
+    family = family_for_mode("prefill")
+    packed = family.config_from_params(problem, {**PREFILL, "kv_pack": True})
+    old = dataclasses.replace(
+        packed, knobs=tuple(kv for kv in packed.knobs if kv[0] != "kv_pack"))
+    assert family.invalid_reason(old, problem, CPU_CAPS) is None
+    assert family.params_from_config(old) == {**PREFILL, "kv_pack": False}
+    assert family.defines(old, problem, CPU_CAPS)["KV_STAGE"] == 1
+    assert family.defines(packed, problem, CPU_CAPS)["KV_STAGE"] == 2
+    plan = family.plan(packed, problem, CPU_CAPS)
+    assert [launch.kernel for launch in plan.launches] == ["xe2t_sdpa_pack_kv",
+                                                          "xe2t_sdpa_prefill"]
+    # fp32 K^T and V of all 63 blocks of 16 keys (kv 1000) of both KV heads
+    assert plan.scratch["tiles"] == 4 * 2 * 63 * 16 * (128 + 128)
+    with pytest.raises(InvalidConfig, match="unknown"):
+        family_for_mode("decode").config_from_params(P("decode", q_len=1),
+                                                     {**DECODE, "kv_pack": True})
 
 
 def test_bad_parameters_raise_invalid_config():
