@@ -143,7 +143,8 @@ def main() -> None:
             ours_rounds.append(result.timing.median if result.timing else float("nan"))
             fracs.append(result.roofline.roofline_fraction if result.roofline else float("nan"))
             if problem.mode == "decode":
-                copies.append(measure_copy_bandwidth(session.queue, CEILING_SETTINGS))
+                copies.append(measure_copy_bandwidth(session.queue, CEILING_SETTINGS,
+                                                     session.llc_bytes))
         ours_out = sdpa(q, k, v, causal=problem.causal, config=config).astype(np.float32)
         diff = float(np.max(np.abs(ours_out - torch_out)))
         t_torch, t_ours = statistics.median(torch_rounds), statistics.median(ours_rounds)

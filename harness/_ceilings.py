@@ -101,8 +101,10 @@ CEILING_SETTINGS = BenchSettings(warmup=5, iterations=30, time_budget_s=1.0)
 """How the ceilings are timed unless a caller says otherwise."""
 
 
-def measure_copy_bandwidth(queue: dpctl.SyclQueue, settings: BenchSettings) -> float:
-    """Bytes read + written per second by the streaming copy, best over its launch shapes."""
+def measure_copy_bandwidth(queue: dpctl.SyclQueue, settings: BenchSettings,
+                           llc_bytes: int = 0) -> float:
+    """Bytes read + written per second by the streaming copy, best over its launch shapes,
+    over buffer sets spanning at least twice ``llc_bytes``."""
     built = build_program(queue, "ceiling_copy.cpp", ["xe2t_ceiling_copy"], {"VEC": COPY_VEC})
     kernel = built.kernels["xe2t_ceiling_copy"]
     n_vec = COPY_BYTES // 4 // COPY_VEC
@@ -112,7 +114,7 @@ def measure_copy_bandwidth(queue: dpctl.SyclQueue, settings: BenchSettings) -> f
         src.memset(1)
         return dpm.MemoryUSMDevice(COPY_BYTES, queue=queue), src
 
-    rotation = BufferRotation(allocate, settings.n_buf, 2 * COPY_BYTES)
+    rotation = BufferRotation(allocate, settings.n_buf, 2 * COPY_BYTES, llc_bytes)
     best = 0.0
     for global_size, local_size in COPY_SHAPES:
         stats = bench(
@@ -125,8 +127,10 @@ def measure_copy_bandwidth(queue: dpctl.SyclQueue, settings: BenchSettings) -> f
     return best
 
 
-def measure_ceilings(queue: dpctl.SyclQueue, settings: BenchSettings | None = None) -> Ceilings:
-    """Run both microkernels on the queue's device.
+def measure_ceilings(queue: dpctl.SyclQueue, settings: BenchSettings | None = None,
+                     llc_bytes: int = 0) -> Ceilings:
+    """Run both microkernels on the queue's device (the copy over sets spanning at least twice
+    ``llc_bytes``).
 
     Raises:
         KernelCompileError: if a microkernel fails to build on this device.
@@ -135,5 +139,5 @@ def measure_ceilings(queue: dpctl.SyclQueue, settings: BenchSettings | None = No
     return Ceilings(
         fma_fp32=_fma_flops(queue, False, settings),
         fma_fp16=_fma_flops(queue, True, settings),
-        copy_bandwidth=measure_copy_bandwidth(queue, settings),
+        copy_bandwidth=measure_copy_bandwidth(queue, settings, llc_bytes),
     )

@@ -106,7 +106,7 @@ class ConfigRunner:
             started = time.perf_counter()
             rotation = BufferRotation(
                 lambda _i: executor.allocate(*inputs), self.settings.n_buf,
-                executor.buffer_set_bytes,
+                executor.buffer_set_bytes, self.llc_bytes,
             )
             executor.launch_and_wait(rotation.sets[0])
             report = check_output(problem, executor.read_output(rotation.sets[0]), reference)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+from pathlib import Path
 
 import dpctl.memory as dpm
 import numpy as np
@@ -10,6 +11,8 @@ import pytest
 
 import xe2tune  # noqa: F401  (runtime env before dpctl)
 from xe2tune.harness import BenchSettings, BufferRotation, TimingStats, bench, open_queue
+from xe2tune.harness._bench import MAX_ROTATION_BYTES
+from xe2tune.harness._device import last_level_cache_bytes
 from xe2tune.kernels import build_program
 
 N = 4096
@@ -82,6 +85,22 @@ def test_warns_when_rotated_set_fits_in_cache(queue):
     with pytest.warns(UserWarning, match="smaller than the last-level cache"):
         assert rotation.warn_if_cache_resident(1 << 20)
     assert not rotation.warn_if_cache_resident(1024)
+
+
+def test_rotation_grows_past_twice_the_cache_within_the_cap():
+    assert len(BufferRotation(lambda i: i, 4, 1 << 20, cache_bytes=1 << 20).sets) == 4
+    grown = BufferRotation(lambda i: i, 4, 16 << 20, cache_bytes=300 << 20)
+    assert len(grown.sets) == 38 and grown.working_set_bytes >= 600 << 20
+    assert not grown.warn_if_cache_resident(300 << 20)
+    capped = BufferRotation(lambda i: i, 4, 1 << 20, cache_bytes=4 << 30)
+    assert capped.working_set_bytes == MAX_ROTATION_BYTES
+
+
+def test_cpu_device_cache_is_the_hosts_last_level(queue):
+    host = max(int(p.read_text().strip()[:-1]) * 1024
+               for p in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*/size"))
+    assert last_level_cache_bytes(queue.sycl_device) == max(
+        host, int(queue.sycl_device.global_mem_cache_size))
 
 
 def test_statistics_on_known_samples():

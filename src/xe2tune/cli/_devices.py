@@ -80,7 +80,7 @@ def roofline(device: DeviceOption = None, as_json: JsonOption = False,
     device_id, _ = stored_peaks(store, listing)
     if not as_json:
         console.print(f"measuring ceilings of {listing.filter_string} ({listing.caps.name}) ...")
-    ceilings = measure_ceilings(queue)
+    ceilings = measure_ceilings(queue, llc_bytes=listing.global_mem_cache_bytes)
     peaks = save_measured(store, listing, device_id, ceilings)
     store.close()
     result = {

@@ -106,7 +106,8 @@ def open_session(device: str | None, store: ResultStore, *, quiet: bool = False)
                 f"no peaks known for {listing.caps.name}: measuring its FMA and copy ceilings "
                 "once (about a minute; `xe2tune roofline` re-measures)"
             )
-        peaks = save_measured(store, listing, device_id, measure_ceilings(queue))
+        peaks = save_measured(store, listing, device_id, measure_ceilings(
+            queue, llc_bytes=listing.global_mem_cache_bytes))
     else:
         store.upsert_device(device_record(listing, peaks))
     return DeviceSession(queue=queue, listing=listing, device_id=device_id, peaks=peaks)
