@@ -1,14 +1,14 @@
 """Time a handful of SDPA configs on the default shapes: how the families' defaults were chosen.
 
 Usage: python benchmarks/kernel_defaults.py [prefill|decode] [--device F] [--iters N]
-       [--rounds R] [--dtype fp16|bf16|fp32] [--seq S] [--params JSON ...]
+       [--rounds R] [--dtype fp16|bf16|fp32] [--seq S] [--causal] [--params JSON ...]
 
 Prefill: head dim 128, fp16, seq 1024, 8 heads, non-causal (GFLOP/s). Decode: head dim 128, fp16,
 32 query / 8 KV heads, kv 4096, q_len 1 (GB/s of Q, K, V read + O written); --dtype and --seq
-change the dtype and the (kv) sequence length. Each config is built and verified against the
-reference first; then the configs are timed in --rounds alternating rounds of --iters launches
-each (device event profiling), so that a slow minute on a shared machine hits every config, not
-one. Times are medians (and the best) over all rounds.
+change the dtype and the (kv) sequence length, --causal masks. Each config is built and verified
+against the reference first; then the configs are timed in --rounds alternating rounds of
+--iters launches each (device event profiling), so that a slow minute on a shared machine hits
+every config, not one. Times are medians (and the best) over all rounds.
 """
 
 from __future__ import annotations
@@ -88,6 +88,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds")
     parser.add_argument("--dtype", choices=("fp16", "bf16", "fp32"))
     parser.add_argument("--seq", type=int, help="sequence length (kv length for decode)")
+    parser.add_argument("--causal", action="store_true", help="bottom-right causal mask")
     parser.add_argument("--params", nargs="*", default=["{}"],
                         help="JSON objects of parameters overriding the default config")
     args = parser.parse_args()
@@ -99,6 +100,8 @@ def main() -> None:
     if args.seq:
         q_len = problem.q_len if problem.mode == "decode" else args.seq
         problem = dataclasses.replace(problem, q_len=q_len, kv_len=args.seq)
+    if args.causal:
+        problem = dataclasses.replace(problem, causal=True)
     inputs = make_inputs(problem)
     reference = reference_sdpa(problem, *inputs)
     candidates = [prepare(queue, caps, problem, json.loads(text), inputs, reference)

@@ -23,8 +23,11 @@ from xe2tune.harness._measurement import TimingStats
 T = TypeVar("T")
 
 MAX_ITERATIONS = 1000
-# Rotated sets are added until they span twice the last-level cache, up to this many bytes.
+# Rotated sets are added until they span twice the last-level cache, up to this many bytes and
+# sets (every set is its own allocations and input copies; smaller problems stay cache-resident
+# and say so).
 MAX_ROTATION_BYTES = 2 << 30
+MAX_ROTATION_SETS = 64
 
 
 @dataclass(frozen=True)
@@ -55,15 +58,15 @@ class BufferRotation(Generic[T]):
     Rotating means no launch reads what the previous one just left in cache, as long as the
     rotated working set exceeds the last-level cache: given ``cache_bytes``, sets are added
     until they span twice that (a server CPU's L3 holds hundreds of MiB, far more than 4 sets
-    of a decode problem), within MAX_ROTATION_BYTES; :meth:`warn_if_cache_resident` says when
-    they still do not.
+    of a decode problem), within MAX_ROTATION_BYTES and MAX_ROTATION_SETS;
+    :meth:`warn_if_cache_resident` says when they still do not.
     """
 
     def __init__(self, allocate: Callable[[int], T], n_buf: int, set_bytes: int,
                  cache_bytes: int = 0) -> None:
         if set_bytes > 0 and cache_bytes > 0:
             wanted = math.ceil(2 * cache_bytes / set_bytes)
-            n_buf = max(n_buf, min(wanted, MAX_ROTATION_BYTES // set_bytes))
+            n_buf = max(n_buf, min(wanted, MAX_ROTATION_SETS, MAX_ROTATION_BYTES // set_bytes))
         self.sets: list[T] = [allocate(i) for i in range(n_buf)]
         self.set_bytes = set_bytes
         self.launches = [0] * n_buf

@@ -32,12 +32,14 @@ DEFAULT_PARAMS: tuple[dict[str, Any], ...] = (
 FP32_BQ = 192
 # With 16 fp32 lanes and 32 registers (AVX-512) one 16-lane vector per register: 8 rows x 2
 # vectors of S (16 accumulators) and of each O split (BV 32). Measured on 2 Xeon (AVX-512)
-# vCPUs, hd128 8 heads, alternating rounds (`python benchmarks/kernel_defaults.py prefill
-# --seq 2048 --iters 2 --rounds 4 --params ...`): vs the AVX2 default (SG_SIZE 8) 1.7x at seq
-# 1024 fp16; BQ 256 vs 128 +16 % (fp16) and +10 % (fp32) at seq 2048, +4 % at seq 1024 fp16;
-# BK 32 vs 64 within +-4 % at fp32.
+# vCPUs, hd128 8 heads, configs timed in alternating rounds (`python
+# benchmarks/kernel_defaults.py prefill [--dtype D] [--seq S] [--causal] --iters 2 --rounds 5
+# --params ...`): vs the AVX2 default (SG_SIZE 8) 1.7x at seq 1024 fp16; BQ 256 vs 128 +16 %
+# (fp16) and +10 % (fp32) at seq 2048, +4 % at seq 1024 fp16, -3 % and +8 % causal; BK 128 vs
+# 64 +15 % fp16 and +2 % fp32 at seq 2048, +1 % fp16 and +12 % fp32 at seq 1024, +1 % and +5 %
+# causal. kv_pack: +11 % at fp32 seq 1024, -20 % at seq 2048, so it is left to the tuner.
 WIDE_PARAMS: dict[str, Any] = {
-    "bq": 256, "bk": 64, "bd": 16, "bv": 32, "stages": 1, "subgroup_size": 16,
+    "bq": 256, "bk": 128, "bd": 16, "bv": 32, "stages": 1, "subgroup_size": 16,
     "rows_per_item": 8, "kv_stage": True, "kv_pack": False,
 }
 
@@ -66,7 +68,7 @@ class PrefillFamily(SdpaFamilyBase):
         self._check_problem(problem)
         return {
             "bq": (8, 16, 32, 48, 64, 96, 128, 192, 256, 288, 384),
-            "bk": (8, 16, 32, 64),
+            "bk": (8, 16, 32, 64, 128),
             "bd": (8, 16, 32, 64),
             "bv": (8, 16, 32, 64),
             "stages": (0, 1, 2, 3),

@@ -125,10 +125,17 @@ struct SdpaMainloop {
     float l[TM];
   };
 
+  // One prefetch per 64-byte line: the CPU runtime's ranged prefetch brings in less than the
+  // range (measured: fp32 prefill with per-line prefetches 7-11 % faster, fp16 unchanged).
+  static void prefetch_lines(const void *p, int bytes) {
+    const char *c = static_cast<const char *>(p);
+    for (int b = 0; b < bytes; b += 64) sycl::ext::oneapi::experimental::prefetch(c + b, 64);
+  }
+
   static void prefetch_key(const Slice &s, int key) {
     if (key < s.g->kv_len) {
-      sycl::ext::oneapi::experimental::prefetch(s.k_row(key), D * sizeof(T));
-      sycl::ext::oneapi::experimental::prefetch(s.v_row(key), DV * sizeof(T));
+      prefetch_lines(s.k_row(key), D * sizeof(T));
+      prefetch_lines(s.v_row(key), DV * sizeof(T));
     }
   }
 
@@ -138,8 +145,7 @@ struct SdpaMainloop {
       constexpr int kShare = (TILE_FLOATS + NT - 1) / NT;
       const int first = t * kShare;
       if (first < TILE_FLOATS)
-        sycl::ext::oneapi::experimental::prefetch(
-            s.tile(kb) + first, sycl::min(kShare, TILE_FLOATS - first) * sizeof(float));
+        prefetch_lines(s.tile(kb) + first, sycl::min(kShare, TILE_FLOATS - first) * sizeof(float));
     } else {
       for (int j = t; j < BK; j += NT) prefetch_key(s, kb * BK + j);
     }
@@ -256,23 +262,33 @@ struct SdpaMainloop {
 
   // Online softmax of the S block in p; leaves P in p and the O rescale factors in alpha.
   static void softmax(float (&p)[TM][BK], State &st, float (&alpha)[TM]) {
+    float m_sub[TM];
+    float shift[TM];  // log2 of alpha
     for (int r = 0; r < TM; ++r) {
       vec mx = Ops::load(&p[r][0]);
       for (int c = 1; c < NVK; ++c) mx = Ops::vmax(mx, Ops::load(&p[r][c * W]));
       const float m_new = Ops::smax(st.m[r], Ops::reduce_max(mx));
       // A row that has seen only masked keys keeps m = -inf; subtract 0 so exp2 gives 0, not NaN.
-      const float m_sub = m_new == kNegInf ? 0.0f : m_new;
-      // The vector exp2 on one lane: the scalar sycl::exp2 is a library call that spills the
-      // vector registers around it.
-      alpha[r] = Ops::exp2(vec(st.m[r] - m_sub))[0];
+      m_sub[r] = m_new == kNegInf ? 0.0f : m_new;
+      shift[r] = st.m[r] - m_sub[r];
+      st.m[r] = m_new;
+    }
+    // The rows' rescale factors W at a time in one vector exp2 (the scalar sycl::exp2 is a
+    // library call that spills the vector registers around it).
+    for (int r0 = 0; r0 < TM; r0 += W) {
+      vec x(0.0f);
+      for (int i = 0; i < W && r0 + i < TM; ++i) x[i] = shift[r0 + i];
+      const vec a = Ops::exp2(x);
+      for (int i = 0; i < W && r0 + i < TM; ++i) alpha[r0 + i] = a[i];
+    }
+    for (int r = 0; r < TM; ++r) {
       vec sum(0.0f);
       for (int c = 0; c < NVK; ++c) {
-        const vec e = Ops::exp2(Ops::load(&p[r][c * W]) - vec(m_sub));
+        const vec e = Ops::exp2(Ops::load(&p[r][c * W]) - vec(m_sub[r]));
         sum += e;
         Ops::store(&p[r][c * W], e);
       }
       st.l[r] = st.l[r] * alpha[r] + Ops::reduce_sum(sum);
-      st.m[r] = m_new;
     }
   }
 
@@ -359,6 +375,9 @@ struct SdpaMainloop {
         if constexpr (STAGES > 0 && KV_STAGE != 0) {
           if (kb + STAGES < kb1) prefetch_block(s[h], kb + STAGES, t);
         }
+        // A block past all of this item's keys (causal: the work-group's diagonal beyond this
+        // item's rows) only takes part in the staging above.
+        if (key0 > last[TM - 1]) continue;
         alignas(64) float p[TM][BK];
         if constexpr (KV_STAGE) {
           scores_staged(p, qs[h], tile);

@@ -46,7 +46,8 @@ def test_bench_json_checks_correctness_and_reports_a_roofline_fraction():
     assert 0 < out["roofline"]["roofline_fraction"]
     t = out["timing"]
     assert 1 <= t["iterations"] <= 20 and len(t["samples"]) == t["iterations"]
-    assert t["min_s"] <= t["median_s"] <= t["max_s"] and t["n_buf"] == 4
+    # at least seed 002's 4 sets, more where the host's last-level cache would hold 4
+    assert t["min_s"] <= t["median_s"] <= t["max_s"] and 4 <= t["n_buf"] <= 64
     assert out["problem"]["q_len"] == 129 and out["family"] == "sdpa_prefill"
 
 

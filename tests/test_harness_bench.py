@@ -11,7 +11,7 @@ import pytest
 
 import xe2tune  # noqa: F401  (runtime env before dpctl)
 from xe2tune.harness import BenchSettings, BufferRotation, TimingStats, bench, open_queue
-from xe2tune.harness._bench import MAX_ROTATION_BYTES
+from xe2tune.harness._bench import MAX_ROTATION_BYTES, MAX_ROTATION_SETS
 from xe2tune.harness._device import last_level_cache_bytes
 from xe2tune.kernels import build_program
 
@@ -92,8 +92,12 @@ def test_rotation_grows_past_twice_the_cache_within_the_cap():
     grown = BufferRotation(lambda i: i, 4, 16 << 20, cache_bytes=300 << 20)
     assert len(grown.sets) == 38 and grown.working_set_bytes >= 600 << 20
     assert not grown.warn_if_cache_resident(300 << 20)
-    capped = BufferRotation(lambda i: i, 4, 1 << 20, cache_bytes=4 << 30)
-    assert capped.working_set_bytes == MAX_ROTATION_BYTES
+    by_bytes = BufferRotation(lambda i: i, 4, 64 << 20, cache_bytes=4 << 30)
+    assert by_bytes.working_set_bytes == MAX_ROTATION_BYTES
+    by_count = BufferRotation(lambda i: i, 4, 1 << 20, cache_bytes=300 << 20)
+    assert len(by_count.sets) == MAX_ROTATION_SETS
+    with pytest.warns(UserWarning, match="smaller than the last-level cache"):
+        assert by_count.warn_if_cache_resident(300 << 20)
 
 
 def test_cpu_device_cache_is_the_hosts_last_level(queue):
