@@ -8,7 +8,8 @@ Prefill: head dim 128, fp16, seq 1024, 8 heads, non-causal (GFLOP/s). Decode: he
 change the dtype and the (kv) sequence length, --causal masks. Each config is built and verified
 against the reference first; then the configs are timed in --rounds alternating rounds of
 --iters launches each (device event profiling), so that a slow minute on a shared machine hits
-every config, not one. Times are medians (and the best) over all rounds.
+every config, not one; each launch takes the next of buffer sets rotated past twice the host's
+last-level cache, as the harness does. Times are medians (and the best) over all rounds.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from xe2tune.harness import device_caps, open_queue, sdpa_work
+from xe2tune.harness import BufferRotation, device_caps, open_queue, sdpa_work
+from xe2tune.harness._device import last_level_cache_bytes
 from xe2tune.harness._executor import PlanExecutor
 from xe2tune.kernels import (
     ProblemSpec,
@@ -44,14 +46,14 @@ class Candidate:
 
     overrides: dict
     executor: PlanExecutor
-    buffers: object
+    rotation: BufferRotation
     passed: bool
     build_s: float
     times: list[float] = field(default_factory=list)
 
     def time(self, iters: int) -> None:
         for _ in range(iters):
-            events = self.executor.launch_and_wait(self.buffers)
+            events = self.executor.launch_and_wait(self.rotation.take())
             self.times.append(
                 (events[-1].profiling_info_end - events[0].profiling_info_start) * 1e-9
             )
@@ -65,10 +67,11 @@ def prepare(queue, caps, problem: ProblemSpec, overrides: dict,
     plan = family.plan(config, problem, caps)
     built = build_program(queue, plan.source_file, plan.kernel_names, plan.defines)
     executor = PlanExecutor(queue, built, plan, problem)
-    buffers = executor.allocate(*inputs)
-    executor.launch_and_wait(buffers)
-    report = check_output(problem, executor.read_output(buffers), reference)
-    return Candidate(overrides, executor, buffers, report.passed, built.build_seconds)
+    rotation = BufferRotation(lambda _i: executor.allocate(*inputs), 4,
+                              executor.buffer_set_bytes, last_level_cache_bytes(queue.sycl_device))
+    executor.launch_and_wait(rotation.sets[0])
+    report = check_output(problem, executor.read_output(rotation.sets[0]), reference)
+    return Candidate(overrides, executor, rotation, report.passed, built.build_seconds)
 
 
 def summary(problem: ProblemSpec, c: Candidate) -> str:
