@@ -49,6 +49,10 @@ def test_bench_json_checks_correctness_and_reports_a_roofline_fraction():
     # at least seed 002's 4 sets, more where the host's last-level cache would hold 4
     assert t["min_s"] <= t["median_s"] <= t["max_s"] and 4 <= t["n_buf"] <= 64
     assert out["problem"]["q_len"] == 129 and out["family"] == "sdpa_prefill"
+    # a caveat such as a cache-resident rotation is one line, not a Python warning with source
+    assert "UserWarning" not in proc.stderr and "Traceback" not in proc.stderr
+    assert all(line.startswith("warning: ") for line in proc.stderr.splitlines()
+               if "warning" in line.lower())
 
 
 @pytest.mark.parametrize(

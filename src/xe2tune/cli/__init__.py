@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import warnings
 from typing import NoReturn
 
 import typer
@@ -23,6 +24,7 @@ __all__ = ["app", "main"]
 
 def main() -> None:
     """Console-script entry point: every error a user can cause is one line and exit 2."""
+    warnings.showwarning = _warning_line
     try:
         code = app(standalone_mode=False)
     except typer._click.exceptions.UsageError as exc:  # typer vendors click; no public alias
@@ -34,6 +36,12 @@ def main() -> None:
         err_console.print("interrupted")
         sys.exit(130)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def _warning_line(message, category, filename, lineno, file=None, line=None) -> None:  # noqa: ANN001
+    # Measurement caveats (a cache-resident rotation, say) are for the user, not a source line.
+    err_console.print(f"[yellow]warning:[/] {' '.join(str(message).split())}", highlight=False,
+                      soft_wrap=True)
 
 
 def _one_line(message: str) -> NoReturn:
