@@ -22,8 +22,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from xe2tune.harness import BufferRotation, device_caps, open_queue, sdpa_work
-from xe2tune.harness._device import last_level_cache_bytes
+from xe2tune.harness import (
+    BufferRotation,
+    device_caps,
+    device_seconds,
+    last_level_cache_bytes,
+    open_queue,
+    sdpa_work,
+)
 from xe2tune.harness._executor import PlanExecutor
 from xe2tune.kernels import (
     ProblemSpec,
@@ -53,10 +59,7 @@ class Candidate:
 
     def time(self, iters: int) -> None:
         for _ in range(iters):
-            events = self.executor.launch_and_wait(self.rotation.take())
-            self.times.append(
-                (events[-1].profiling_info_end - events[0].profiling_info_start) * 1e-9
-            )
+            self.times.append(device_seconds(self.executor.launch_and_wait(self.rotation.take())))
 
 
 def prepare(queue, caps, problem: ProblemSpec, overrides: dict,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from xe2tune.harness._bench import BenchSettings, BufferRotation, bench
+from xe2tune.harness._bench import BenchSettings, BufferRotation, bench, device_seconds
 from xe2tune.harness._ceilings import (
     CEILING_SETTINGS,
     Ceilings,
@@ -12,6 +12,7 @@ from xe2tune.harness._ceilings import (
 from xe2tune.harness._device import (
     DeviceListing,
     device_caps,
+    last_level_cache_bytes,
     list_devices,
     open_queue,
     resolve_device,
@@ -43,6 +44,8 @@ __all__ = [
     "bench",
     "catalog_peaks",
     "device_caps",
+    "device_seconds",
+    "last_level_cache_bytes",
     "list_devices",
     "measure_ceilings",
     "measure_copy_bandwidth",

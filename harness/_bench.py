@@ -95,8 +95,9 @@ class BufferRotation(Generic[T]):
         return False
 
 
-def _device_seconds(events: Sequence[dpctl.SyclEvent]) -> float:
-    # A plan may be several kernels (split-KV decode): time from the first start to the last end.
+def device_seconds(events: Sequence[dpctl.SyclEvent]) -> float:
+    """Device time of one run: a plan may be several kernels (split-KV decode, pack + attention),
+    so from the first start to the last end."""
     return (events[-1].profiling_info_end - events[0].profiling_info_start) * 1e-9
 
 
@@ -129,14 +130,14 @@ def bench(
             f"one launch took {prime_s:.1f} s, over the {settings.launch_timeout_s} s limit"
         )
     estimate_runs = _run(launch, rotation, settings.estimate_calls)
-    estimate = max(min(_device_seconds(r) for r in estimate_runs), 1e-9)
+    estimate = max(min(device_seconds(r) for r in estimate_runs), 1e-9)
     warmup = min(settings.warmup, max(1, math.floor(0.5 * settings.time_budget_s / estimate)))
     _run(launch, rotation, warmup)
     iterations = min(settings.iterations, max(1, math.floor(settings.time_budget_s / estimate)))
     wall_start = time.perf_counter()
     timed = _run(launch, rotation, iterations)
     wall = time.perf_counter() - wall_start
-    samples = [_device_seconds(r) for r in timed]
+    samples = [device_seconds(r) for r in timed]
     host_overhead = max(0.0, wall / iterations - sum(samples) / iterations)
     return TimingStats.from_samples(
         samples, warmup=warmup, n_buf=len(rotation.sets), host_overhead_s=host_overhead

@@ -92,13 +92,17 @@ def last_level_cache_bytes(device: dpctl.SyclDevice) -> int:
     return max(reported, _host_cache_bytes())
 
 
+_SIZE_UNITS = {"K": 2**10, "M": 2**20, "G": 2**30}
+
+
+@cache
 def _host_cache_bytes() -> int:
     sizes = [0]
     for entry in Path("/sys/devices/system/cpu/cpu0/cache").glob("index*/size"):
         text = entry.read_text().strip()
-        units = {"K": 2**10, "M": 2**20, "G": 2**30}
         try:
-            sizes.append(int(text[:-1]) * units[text[-1]] if text[-1] in units else int(text))
+            sizes.append(int(text[:-1]) * _SIZE_UNITS[text[-1]] if text[-1] in _SIZE_UNITS
+                         else int(text))
         except (ValueError, IndexError):
             continue
     return max(sizes)

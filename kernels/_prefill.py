@@ -93,12 +93,12 @@ class PrefillFamily(SdpaFamilyBase):
         """
         self._check_problem(problem)
         candidates = DEFAULT_PARAMS
+        rows = problem.q_len * problem.group_size
         if caps.simd_width >= 16:
             # A row tile taller than the rows would only compute padding.
-            rows = problem.q_len * problem.group_size
             bq = max(b for b in (8, 16, 32, 64, 128, WIDE_PARAMS["bq"]) if b <= max(8, rows))
             candidates = ({**WIDE_PARAMS, "bq": bq}, *DEFAULT_PARAMS)
-        elif problem.dtype == "fp32" and problem.q_len * problem.group_size >= 2 * FP32_BQ:
+        elif problem.dtype == "fp32" and rows >= 2 * FP32_BQ:
             candidates = ({**DEFAULT_PARAMS[0], "bq": FP32_BQ}, *DEFAULT_PARAMS)
         return self._first_valid(candidates, problem, caps)
 

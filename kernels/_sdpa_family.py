@@ -193,9 +193,14 @@ class SdpaFamilyBase:
         return None
 
     @staticmethod
-    def local_bytes(params: Mapping[str, Any], problem: ProblemSpec) -> int:
+    def kv_layout(params: Mapping[str, Any]) -> int:
+        """KV_STAGE in C++: 0 K/V read in place, 1 staged in local memory, 2 packed tiles."""
+        return 2 if params.get("kv_pack") else int(params["kv_stage"])
+
+    @classmethod
+    def local_bytes(cls, params: Mapping[str, Any], problem: ProblemSpec) -> int:
         """Work-group local memory: fp32 K^T and V blocks when staged (LOCAL_FLOATS in C++)."""
-        if not params["kv_stage"] or params.get("kv_pack"):
+        if cls.kv_layout(params) != 1:
             return 4
         return 4 * params["bk"] * (problem.head_dim + problem.head_dim_v)
 
@@ -238,7 +243,7 @@ class SdpaFamilyBase:
             "D": problem.head_dim, "DTYPE": DTYPE_CODES[problem.dtype], "BQ": p["bq"],
             "BK": p["bk"], "BD": p["bd"], "BV": p["bv"], "VTILES": config.vtiles,
             "STAGES": config.stages, "SG_SIZE": p["subgroup_size"], "TM": p["rows_per_item"],
-            "KV_STAGE": 2 if p.get("kv_pack") else int(p["kv_stage"]),
+            "KV_STAGE": self.kv_layout(p),
         }
 
     @staticmethod

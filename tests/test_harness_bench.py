@@ -10,9 +10,15 @@ import numpy as np
 import pytest
 
 import xe2tune  # noqa: F401  (runtime env before dpctl)
-from xe2tune.harness import BenchSettings, BufferRotation, TimingStats, bench, open_queue
+from xe2tune.harness import (
+    BenchSettings,
+    BufferRotation,
+    TimingStats,
+    bench,
+    last_level_cache_bytes,
+    open_queue,
+)
 from xe2tune.harness._bench import MAX_ROTATION_BYTES, MAX_ROTATION_SETS
-from xe2tune.harness._device import last_level_cache_bytes
 from xe2tune.kernels import build_program
 
 N = 4096
