@@ -8,9 +8,9 @@ from pathlib import Path
 
 import dpctl
 
-from xe2tune.config import device_filter
+from xe2tune.config import cpu_vectorizer_mode, device_filter
 from xe2tune.errors import DeviceError
-from xe2tune.kernels import DeviceCaps
+from xe2tune.kernels import DeviceCaps, describe_live_device, has_matrix_aspect
 
 DEFAULT_FALLBACK_FILTER = "opencl:cpu"
 _NO_RUNTIME_HINT = (
@@ -37,8 +37,27 @@ def _filter_string(device: dpctl.SyclDevice) -> str:
 
 
 def device_caps(device: dpctl.SyclDevice) -> DeviceCaps:
-    """The limits kernel families validate configs against."""
+    """The limits kernel families validate configs against.
+
+    A live Intel GPU that the catalog describes takes the catalog's register file and matrix
+    shape (the runtime reports neither), so a live device and ``--target`` validate alike.
+    """
     width = max(4, int(device.native_vector_width_float))
+    is_cpu = device.device_type.name == "cpu"
+    intel_gpu = device.device_type.name == "gpu" and "Intel" in device.vendor
+    matrix = _has_matrix_aspect(device)
+    described = describe_live_device(device.name) if intel_gpu else None
+    gpu_fields: dict = {}
+    if intel_gpu:
+        template = described.caps if described else XE2_GPU_DEFAULTS
+        gpu_fields = {
+            "registers_per_thread": template.registers_per_thread,
+            "max_work_items_large_grf": template.max_work_items_large_grf,
+            "matrix_shape": template.matrix_shape if matrix else (0, 0, 0),
+        }
+    aspects = tuple(a for a, present in (
+        ("fp16", device.has_aspect_fp16), ("fp64", device.has_aspect_fp64),
+        ("ext_intel_matrix", matrix)) if present)
     return DeviceCaps(
         name=device.name,
         backend=device.backend.name,
@@ -50,17 +69,28 @@ def device_caps(device: dpctl.SyclDevice) -> DeviceCaps:
         global_mem_bytes=int(device.global_mem_size),
         has_fp16=bool(device.has_aspect_fp16),
         has_bf16=True,
-        has_matrix_engine=_has_matrix_engine(device),
+        has_matrix_engine=matrix,
         simd_width=width,
         # x86 doubled the register count with the 16-lane width (AVX-512: zmm0-31).
         simd_registers=32 if width >= 16 else 16,
+        is_intel_gpu=intel_gpu,
+        required_subgroup_size_ok=not (is_cpu and cpu_vectorizer_mode() == "1"),
+        aspects=aspects,
+        **gpu_fields,
     )
 
 
-def _has_matrix_engine(device: dpctl.SyclDevice) -> bool:
-    # dpctl 0.22 exposes no "ext_intel_matrix" aspect; Intel GPUs of the Xe-HPG/Xe2 generations
-    # have XMX, the CPU runtime does not.
-    return device.device_type.name == "gpu" and "Intel" in device.vendor
+# An Intel GPU the catalog does not know is assumed to have Xe2's register file and DPAS shape.
+XE2_GPU_DEFAULTS = DeviceCaps(
+    name="Xe2 defaults", backend="level_zero", device_type="gpu", max_work_group_size=1024,
+    sub_group_sizes=(16, 32), local_mem_bytes=128 << 10, compute_units=0, global_mem_bytes=0,
+    registers_per_thread=(128, 256), max_work_items_large_grf=512, matrix_shape=(8, 16, 16),
+)
+
+
+def _has_matrix_aspect(device: dpctl.SyclDevice) -> bool:
+    # dpctl 0.22 has no name for ext_intel_matrix: ask the runtime through our extension.
+    return has_matrix_aspect(_queue_for(_filter_string(device)))
 
 
 def list_devices() -> list[DeviceListing]:

@@ -2,16 +2,37 @@
 
 from __future__ import annotations
 
+from xe2tune.kernels._catalog import (
+    CatalogPeaks,
+    DeviceDescription,
+    catalog_device,
+    describe_live_device,
+    device_catalog,
+)
 from xe2tune.kernels._config import LauncherConfig
 from xe2tune.kernels._decode import DecodeFamily
 from xe2tune.kernels._device_caps import DeviceCaps
-from xe2tune.kernels._family import KernelFamily, KernelLaunch, LaunchPlan
+from xe2tune.kernels._family import Baseline, KernelFamily, KernelLaunch, LaunchPlan
+from xe2tune.kernels._family_union import FamilyUnion, family_source_hash
 from xe2tune.kernels._inputs import dtype_name, make_inputs, numpy_dtype
-from xe2tune.kernels._jit import BuiltProgram, build_program, define_flags, source_hash
+from xe2tune.kernels._jit import (
+    BuiltProgram,
+    build_program,
+    define_flags,
+    has_matrix_aspect,
+    source_hash,
+)
 from xe2tune.kernels._prefill import PrefillFamily
 from xe2tune.kernels._problem import DTYPES, HEAD_DIMS, MODES, ProblemSpec
 from xe2tune.kernels._reference import reference_sdpa
-from xe2tune.kernels._registry import family_for_mode, family_names, get_family
+from xe2tune.kernels._registry import (
+    families_for,
+    family_for,
+    family_for_mode,
+    family_names,
+    get_family,
+    search_family,
+)
 from xe2tune.kernels._tolerance import THRESHOLDS, check_output
 
 __all__ = [
@@ -19,7 +40,11 @@ __all__ = [
     "HEAD_DIMS",
     "MODES",
     "THRESHOLDS",
+    "Baseline",
     "BuiltProgram",
+    "CatalogPeaks",
+    "DeviceDescription",
+    "FamilyUnion",
     "DecodeFamily",
     "DeviceCaps",
     "KernelFamily",
@@ -29,14 +54,22 @@ __all__ = [
     "PrefillFamily",
     "ProblemSpec",
     "build_program",
+    "catalog_device",
+    "describe_live_device",
+    "device_catalog",
     "check_output",
     "define_flags",
     "dtype_name",
+    "families_for",
+    "family_for",
     "family_for_mode",
     "family_names",
+    "family_source_hash",
     "get_family",
+    "has_matrix_aspect",
     "make_inputs",
     "numpy_dtype",
     "reference_sdpa",
+    "search_family",
     "source_hash",
 ]

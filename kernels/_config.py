@@ -2,14 +2,29 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
+import numbers
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from xe2tune.errors import InvalidConfig
 
 Knob = int | str | bool
+
+# Hard caps every config obeys, whatever its family: no kernel here tiles beyond them, and they
+# keep configs from the API or a database from allocating or compiling anything huge. A family's
+# ``invalid_reason`` then checks its own space (e.g. rows_per_item among 1..12).
+MAX_EXTENT = 4096  # tile extents, the output tile's Dv and subgroups per work-group
+MAX_STAGES = 16
+MAX_SUBGROUP_SIZE = 128
+MAX_KNOBS = 32
+MAX_NAME = 64  # family and knob names, string knob values
+MAX_KNOB_INT = 2**31 - 1  # a C++ int define
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_.-]*")
 
 
 @dataclass(frozen=True)
@@ -22,8 +37,11 @@ class LauncherConfig:
     ``subgroup_layout`` = subgroups along (Q, K) in a work-group; ``stages`` = K blocks
     prefetched ahead. ``knobs`` holds each family's extra compile-time parameters as a sorted
     tuple of (name, value), so equal configs hash equally and ``str`` is stable across runs.
+    ``family`` names the kernel family the shapes belong to: the same shapes in two families are
+    two different kernels, so the family is part of the string form and the hash.
     """
 
+    family: str
     shape_qk: tuple[int, int, int]
     shape_pv: tuple[int, int, int]
     shape_out: tuple[int, int]
@@ -33,18 +51,21 @@ class LauncherConfig:
     knobs: tuple[tuple[str, Knob], ...] = field(default=())
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "shape_qk", tuple(int(v) for v in self.shape_qk))
-        object.__setattr__(self, "shape_pv", tuple(int(v) for v in self.shape_pv))
-        object.__setattr__(self, "shape_out", tuple(int(v) for v in self.shape_out))
-        object.__setattr__(self, "subgroup_layout", tuple(int(v) for v in self.subgroup_layout))
-        knobs = dict(self.knobs)
-        if len(knobs) != len(self.knobs):
+        _check_name("family", self.family)
+        for name, size in (("shape_qk", 3), ("shape_pv", 3), ("shape_out", 2),
+                           ("subgroup_layout", 2)):
+            object.__setattr__(self, name, _extents(name, getattr(self, name), size))
+        object.__setattr__(self, "stages", _integer("stages", self.stages, 0, MAX_STAGES))
+        object.__setattr__(self, "subgroup_size",
+                           _integer("subgroup_size", self.subgroup_size, 1, MAX_SUBGROUP_SIZE))
+        given = _sequence("knobs", self.knobs, None)
+        if len(given) > MAX_KNOBS:
+            raise InvalidConfig(f"config has {len(given)} knobs; accepted: at most {MAX_KNOBS}")
+        pairs = [_knob_pair(pair) for pair in given]
+        knobs = dict(pairs)
+        if len(knobs) != len(pairs):
             raise InvalidConfig("duplicate knob names")
         object.__setattr__(self, "knobs", tuple(sorted(knobs.items())))
-        if len(self.shape_qk) != 3 or len(self.shape_pv) != 3 or len(self.shape_out) != 2:
-            raise InvalidConfig("shape_qk and shape_pv take 3 values, shape_out 2")
-        if len(self.subgroup_layout) != 2:
-            raise InvalidConfig("subgroup_layout takes 2 values (along Q, along K)")
 
     @property
     def bq(self) -> int:
@@ -74,6 +95,7 @@ class LauncherConfig:
     def to_dict(self) -> dict[str, Any]:
         """JSON form; ``vtiles`` is included for readers and ignored on the way back."""
         return {
+            "family": self.family,
             "shape_qk": list(self.shape_qk),
             "shape_pv": list(self.shape_pv),
             "shape_out": list(self.shape_out),
@@ -85,11 +107,17 @@ class LauncherConfig:
         }
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> LauncherConfig:
-        """Parse the JSON form; raises InvalidConfig naming what is missing or malformed."""
+    def from_dict(cls, data: dict[str, Any], *, family: str | None = None) -> LauncherConfig:
+        """Parse the JSON form; raises InvalidConfig naming what is missing or malformed.
+
+        ``family`` is used when the JSON names none (a config written by hand for one problem,
+        whose mode implies the family); a family in the JSON always wins.
+        """
         if not isinstance(data, dict):
             raise InvalidConfig("a config must be a JSON object")
-        required = ("shape_qk", "shape_pv", "shape_out", "subgroup_layout", "stages",
+        if "family" not in data and family is not None:
+            data = {**data, "family": family}
+        required = ("family", "shape_qk", "shape_pv", "shape_out", "subgroup_layout", "stages",
                     "subgroup_size")
         missing = [k for k in required if k not in data]
         if missing:
@@ -97,23 +125,15 @@ class LauncherConfig:
         allowed = set(required) | {"vtiles", "knobs"}
         unknown = set(data) - allowed
         if unknown:
+            shown = ", ".join(sorted(str(k)[:MAX_NAME] for k in unknown)[:5])
             raise InvalidConfig(
-                f"unknown config fields: {', '.join(sorted(unknown))}; accepted: "
-                + ", ".join(sorted(allowed))
+                f"unknown config fields: {shown}; accepted: " + ", ".join(sorted(allowed))
             )
-        try:
-            config = cls(
-                shape_qk=tuple(data["shape_qk"]),
-                shape_pv=tuple(data["shape_pv"]),
-                shape_out=tuple(data["shape_out"]),
-                subgroup_layout=tuple(data["subgroup_layout"]),
-                stages=int(data["stages"]),
-                subgroup_size=int(data["subgroup_size"]),
-                knobs=tuple(dict(data.get("knobs", {})).items()),
-            )
-        except (TypeError, ValueError) as exc:
-            raise InvalidConfig(f"malformed config: {exc}") from exc
-        if "vtiles" in data and int(data["vtiles"]) != config.vtiles:
+        knobs = data.get("knobs", {})
+        if not isinstance(knobs, dict):
+            raise InvalidConfig("config field knobs must be a JSON object of name: value")
+        config = cls(**{k: data[k] for k in required}, knobs=tuple(knobs.items()))
+        if "vtiles" in data and _integer("vtiles", data["vtiles"], 1, MAX_EXTENT) != config.vtiles:
             raise InvalidConfig(
                 f"vtiles {data['vtiles']} disagrees with shape_out/shape_pv ({config.vtiles})"
             )
@@ -125,3 +145,69 @@ class LauncherConfig:
     def config_hash(self) -> str:
         """sha256 of the stable string form (first 16 hex digits)."""
         return hashlib.sha256(str(self).encode()).hexdigest()[:16]
+
+
+def _shown(value: Any) -> str:
+    """A value for an error message, cut short: messages are one line."""
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _integer(name: str, value: Any, low: int, high: int) -> int:
+    """``value`` as an int in low..high; bools, floats (NaN, Infinity) and strings are refused."""
+    # type() first: a search validates every config of its space, and the ABC check is slow.
+    integral = type(value) is int or (not isinstance(value, bool)
+                                      and isinstance(value, numbers.Integral))
+    if not integral or not low <= int(value) <= high:
+        raise InvalidConfig(
+            f"config field {name} must be an integer in {low}..{high}, got {_shown(value)}"
+        )
+    return int(value)
+
+
+def _extents(name: str, values: Any, size: int) -> tuple[int, ...]:
+    """``size`` ints in 1..MAX_EXTENT, as a tuple."""
+    if type(values) is tuple and len(values) == size \
+            and all(type(v) is int and 0 < v <= MAX_EXTENT for v in values):
+        return values  # the common case, without building a message per value
+    return tuple(_integer(f"{name}[{i}]", v, 1, MAX_EXTENT)
+                 for i, v in enumerate(_sequence(name, values, size)))
+
+
+def _sequence(name: str, value: Any, size: int | None) -> Sequence[Any]:
+    """A list or tuple of ``size`` items (any size when None)."""
+    if not isinstance(value, (list, tuple)) or (size is not None and len(value) != size):
+        count = "a list" if size is None else f"a list of {size} integers"
+        raise InvalidConfig(f"config field {name} must be {count}, got {_shown(value)}")
+    return value
+
+
+@functools.lru_cache(maxsize=1024)
+def _is_name(value: str) -> bool:
+    return len(value) <= MAX_NAME and _NAME.fullmatch(value) is not None
+
+
+def _check_name(what: str, value: Any) -> None:
+    if not isinstance(value, str) or not _is_name(value):
+        raise InvalidConfig(
+            f"config field {what} must be a name of letters, digits, _ . or - (at most {MAX_NAME} "
+            f"characters, e.g. sdpa_prefill), got {_shown(value)}"
+        )
+
+
+def _knob_pair(pair: Any) -> tuple[str, Knob]:
+    """One (name, value) knob: a bool, an int within a C++ int, or a short string."""
+    if not isinstance(pair, (list, tuple)) or len(pair) != 2:
+        raise InvalidConfig(f"a knob must be a (name, value) pair, got {_shown(pair)}")
+    name, value = pair
+    _check_name("knob name", name)
+    if isinstance(value, bool) or (type(value) is int and abs(value) <= MAX_KNOB_INT):
+        return name, value
+    if isinstance(value, numbers.Integral):
+        return name, _integer(f"knobs.{name}", value, -MAX_KNOB_INT, MAX_KNOB_INT)
+    if isinstance(value, str) and len(value) <= MAX_NAME:
+        return name, value
+    raise InvalidConfig(
+        f"config field knobs.{name} must be a boolean, an integer or a string of at most "
+        f"{MAX_NAME} characters, got {_shown(value)}"
+    )

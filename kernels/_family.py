@@ -39,17 +39,44 @@ class LaunchPlan:
     scratch: Mapping[str, int]  # name -> bytes of device scratch memory (e.g. split-KV partials)
 
 
+@dataclass(frozen=True)
+class Baseline:
+    """A published launcher config expressed in a family, with where it comes from."""
+
+    label: str  # e.g. "seed 000 SageV1", "SYCL*TLA example", "oneDNN default"
+    config: LauncherConfig
+
+
 class KernelFamily(Protocol):
     """A family of SDPA kernels sharing one source and one parameter space.
 
-    Called from the tuner (space, default, validate) and the harness (plan). All methods are pure
-    functions of their arguments and safe to call from any thread; returned objects are new and
-    owned by the caller.
+    Called from the tuner (availability, space, baselines, default, validate) and the harness
+    (plan). All methods are pure functions of their arguments and safe to call from any thread;
+    returned objects are new and owned by the caller.
     """
 
     name: str
     mode: str
     source_file: str  # under kernels/; its hash (with headers) identifies the kernel source
+    # True for families written for a matrix engine: searched only on devices that have one
+    # (elsewhere they run only when asked for by name).
+    needs_matrix_engine: bool
+
+    def unavailable_reason(self, problem: ProblemSpec, caps: DeviceCaps) -> str | None:
+        """None if the family can serve this problem on this device at all, else why not.
+
+        Raises:
+            Nothing: every failure is a reason string.
+        """
+        ...
+
+    def baselines(self, problem: ProblemSpec, caps: DeviceCaps) -> tuple[Baseline, ...]:
+        """Published configs of this family for the problem (valid or not on this device).
+
+        Raises:
+            Nothing.
+        """
+        ...
 
     def parameter_space(self, problem: ProblemSpec) -> Mapping[str, Sequence[Any]]:
         """The Cartesian space: parameter name -> candidate values, for this problem.

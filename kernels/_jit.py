@@ -51,14 +51,30 @@ def kernel_source(file_name: str) -> str:
     return (KERNEL_DIR / file_name).read_text()
 
 
-def _headers() -> list[tuple[str, str]]:
-    return [(p.name, p.read_text()) for p in sorted(KERNEL_DIR.glob("*.hpp"))]
+_INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
+
+
+def _headers(file_name: str) -> list[tuple[str, str]]:
+    """The headers under ``kernels/`` a source includes, directly or not, sorted by name.
+
+    Only these reach the build and the hash, so a new family's headers never change the hash
+    (and the study names) of the families that do not include them.
+    """
+    found: dict[str, str] = {}
+    pending = [kernel_source(file_name)]
+    while pending:
+        for name in _INCLUDE.findall(pending.pop()):
+            path = KERNEL_DIR / name
+            if name not in found and path.is_file():
+                found[name] = path.read_text()
+                pending.append(found[name])
+    return sorted(found.items())
 
 
 def source_hash(file_name: str) -> str:
-    """sha256 over a kernel source and every header it may include (16 hex digits)."""
+    """sha256 over a kernel source and every header it includes (16 hex digits)."""
     h = hashlib.sha256(kernel_source(file_name).encode())
-    for name, text in _headers():
+    for name, text in _headers(file_name):
         h.update(name.encode())
         h.update(text.encode())
     return h.hexdigest()[:16]
@@ -108,7 +124,7 @@ def build_program(
     started = time.perf_counter()
     try:
         kernels, log = ext.build_sycl_source(
-            queue, kernel_source(file_name), _headers(), list(kernel_names), list(options)
+            queue, kernel_source(file_name), _headers(file_name), list(kernel_names), list(options)
         )
     except ext.BuildError as exc:
         message, log = exc.args
@@ -126,3 +142,8 @@ def build_program(
 def can_build_sycl(queue: dpctl.SyclQueue) -> bool:
     """Whether the queue's device can compile SYCL source at run time."""
     return bool(load_extension().can_build_sycl(queue))
+
+
+def has_matrix_aspect(queue: dpctl.SyclQueue) -> bool:
+    """Whether joint_matrix reaches a matrix engine on the queue's device (ext_intel_matrix)."""
+    return bool(load_extension().has_matrix_aspect(queue))

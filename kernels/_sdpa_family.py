@@ -30,6 +30,7 @@ from typing import Any
 from xe2tune.errors import InvalidConfig, InvalidProblem
 from xe2tune.kernels._config import LauncherConfig
 from xe2tune.kernels._device_caps import DeviceCaps
+from xe2tune.kernels._family import Baseline
 from xe2tune.kernels._problem import ProblemSpec
 
 DTYPE_CODES = {"fp32": 0, "fp16": 1, "bf16": 2}
@@ -56,6 +57,25 @@ class SdpaFamilyBase:
     extra_knobs: tuple[str, ...] = ()
     # Knobs added after configs were first stored: a stored config without one means this value.
     knob_defaults: Mapping[str, Any] = {}
+    needs_matrix_engine = False
+
+    def unavailable_reason(self, problem: ProblemSpec, caps: DeviceCaps) -> str | None:
+        """None for any problem of the family's mode: the vector-lane kernels run everywhere.
+
+        Raises:
+            Nothing: every failure is a reason string.
+        """
+        if problem.mode != self.mode:
+            return f"family {self.name} serves mode {self.mode}, the problem is {problem.mode}"
+        return None
+
+    def baselines(self, problem: ProblemSpec, caps: DeviceCaps) -> tuple[Baseline, ...]:
+        """Empty: no published configs exist for the vector-lane (CPU) kernels.
+
+        Raises:
+            Nothing.
+        """
+        return ()
 
     # --- the space -------------------------------------------------------------------------
     def parameter_space(self, problem: ProblemSpec) -> Mapping[str, Sequence[Any]]:
@@ -101,10 +121,12 @@ class SdpaFamilyBase:
         knobs += [(n, bool(params[n]) if n in BOOL_PARAMS else ints[n])
                   for n in self.extra_knobs]
         return LauncherConfig(
+            family=self.name,
             shape_qk=(bq, ints["bk"], ints["bd"]),
             shape_pv=(bq, ints["bv"], ints["bk"]),
             shape_out=(bq, problem.head_dim_v),
-            subgroup_layout=(bq // tm if tm > 0 else 0, 1),
+            # rows_per_item > BQ is invalid (invalid_reason says why); the layout stays >= 1.
+            subgroup_layout=(max(1, bq // tm) if tm > 0 else 1, 1),
             stages=ints["stages"],
             subgroup_size=ints["subgroup_size"],
             knobs=tuple(knobs),
@@ -123,13 +145,19 @@ class SdpaFamilyBase:
                 f"{self.name} configs take the knobs {', '.join(sorted(expected))}; got "
                 f"{', '.join(sorted(knobs)) or 'none'}"
             )
+        for name, value in knobs.items():
+            # A stored or hand-written config may carry any JSON value; bool is an int in Python.
+            kind_ok = (isinstance(value, bool) or value in (0, 1) if name in BOOL_PARAMS
+                       else isinstance(value, int) and not isinstance(value, bool))
+            if not kind_ok:
+                kind = "a boolean" if name in BOOL_PARAMS else "an integer"
+                raise InvalidConfig(f"{self.name} knob {name} must be {kind}, got {value!r}")
         params: dict[str, Any] = {
             "bq": config.bq, "bk": config.bk, "bd": config.bd, "bv": config.bv,
             "stages": config.stages, "subgroup_size": config.subgroup_size,
-            "rows_per_item": int(knobs["rows_per_item"]), "kv_stage": bool(knobs["kv_stage"]),
         }
         params.update({n: bool(knobs[n]) if n in BOOL_PARAMS else int(knobs[n])
-                       for n in self.extra_knobs})
+                       for n in COMMON_KNOBS + self.extra_knobs})
         return params
 
     # --- validation ------------------------------------------------------------------------
@@ -143,6 +171,8 @@ class SdpaFamilyBase:
         """
         if problem.mode != self.mode:
             return f"family {self.name} serves mode {self.mode}, the problem is {problem.mode}"
+        if config.family != self.name:
+            return f"the config is of family {config.family}, not {self.name}"
         try:
             p = self.params_from_config(config)
         except InvalidConfig as exc:
@@ -167,7 +197,6 @@ class SdpaFamilyBase:
             (bv % w == 0, f"subgroup_size {w} must divide BV {bv}"),
             (dv % bv == 0, f"BV {bv} must divide the V head dim {dv} (VTILES = Dv / BV)"),
             (bq % tm == 0, f"rows_per_item {tm} must divide BQ {bq}"),
-            (config.stages >= 0, f"stages must be >= 0, got {config.stages}"),
         )
         for ok, reason in checks:
             if not ok:
@@ -185,7 +214,21 @@ class SdpaFamilyBase:
             return "the device has no fp16 support"
         if problem.dtype == "bf16" and not caps.has_bf16:
             return "the device has no bf16 support"
-        return self._extra_reason(p, problem, caps)
+        return self._extra_reason(p, problem, caps) or self._off_grid_reason(p, problem)
+
+    def _off_grid_reason(self, params: Mapping[str, Any], problem: ProblemSpec) -> str | None:
+        """Why a parameter is outside the space, if one is.
+
+        The space bounds what is ever compiled: a config passing every other check can still
+        be absurd (rows_per_item 4096 on BQ 4096 keeps the runtime compiler busy for minutes).
+        """
+        for name, values in self.parameter_space(problem).items():
+            if params[name] not in values:
+                accepted = ", ".join(str(v).lower() if isinstance(v, bool) else str(v)
+                                     for v in values)
+                return (f"{name} {params[name]} is outside the {self.name} space for this "
+                        f"problem; accepted: {accepted}")
+        return None
 
     def _extra_reason(
         self, params: Mapping[str, Any], problem: ProblemSpec, caps: DeviceCaps

@@ -4,24 +4,33 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from xe2tune.db import ResultStore
-from xe2tune.harness import DeviceListing
-from xe2tune.kernels import ProblemSpec, family_for_mode, source_hash
+from xe2tune.errors import InvalidProblem
+from xe2tune.harness import DeviceListing, problem_unfit_reason
+from xe2tune.kernels import ProblemSpec, family_source_hash, search_family
 from xe2tune.tuner._budget import TuneBudget
+from xe2tune.tuner._confirm import ConfirmSettings
+from xe2tune.tuner._lease import SearchLease
 from xe2tune.tuner._study import Observer, StudyIds, StudyProgress, StudyRun
 from xe2tune.tuner._trial_runner import TrialRunner
 
 
 @dataclass(frozen=True)
 class SearchPlan:
-    """What to tune and how hard."""
+    """What to tune and how hard; ``confirm`` is the confirmation round ending each study."""
 
     problems: Sequence[ProblemSpec]
     sampler: str
     budget: TuneBudget
     seed: int | None = None
+    confirm: ConfirmSettings = field(default_factory=ConfirmSettings)
+
+
+def _skipped(problem: ProblemSpec, reason: str, budget: TuneBudget) -> StudyProgress:
+    return StudyProgress(problem=problem, space_size=0, cartesian_size=0, trial_index=0,
+                         trials_budget=budget.trials, phase="skipped", skipped=reason)
 
 
 def run_search(
@@ -36,25 +45,40 @@ def run_search(
 ) -> list[StudyProgress]:
     """Tune every problem of the plan in turn until budgets, the deadline or a stop request.
 
+    A problem that cannot be measured here at all (no family serves it, its reference or its
+    buffers do not fit) is skipped before any trial with its reason (``StudyProgress.skipped``,
+    phase "skipped"); the search goes on with the next.
+
     Raises:
         EmptySpaceError: a problem without a single valid config on this device.
+        WorkerError: the runner failed.
         StoreError: the database failed.
     """
     deadline = (time.perf_counter() + plan.budget.timeout_s) if plan.budget.timeout_s else None
     finished: list[StudyProgress] = []
-    for problem in plan.problems:
-        if should_stop() or (deadline is not None and time.perf_counter() >= deadline):
-            break
-        family = family_for_mode(problem.mode)
-        source = source_hash(family.source_file)
-        ids = StudyIds(
-            device_id=device_id, device_name=listing.caps.name,
-            kernel_source_id=store.upsert_kernel_source(family.name, source),
-            source_hash=source,
-        )
-        study = StudyRun(
-            store=store, runner=runner, family=family, problem=problem, caps=listing.caps,
-            ids=ids, sampler=plan.sampler, seed=plan.seed,
-        )
-        finished.append(study.run(plan.budget, deadline, observe, should_stop))
+    with SearchLease(store) as lease:
+        for problem in plan.problems:
+            if should_stop() or (deadline is not None and time.perf_counter() >= deadline):
+                break
+            reason = problem_unfit_reason(problem, listing.caps)
+            try:
+                family = search_family(problem, listing.caps)
+            except InvalidProblem as exc:
+                reason = str(exc)
+            if reason is not None:
+                finished.append(_skipped(problem, reason, plan.budget))
+                observe(finished[-1])
+                continue
+            source = family_source_hash(family)
+            ids = StudyIds(
+                device_id=device_id, device_name=listing.caps.name,
+                kernel_source_id=store.upsert_kernel_source(family.name, source),
+                source_hash=source,
+            )
+            study = StudyRun(
+                store=store, runner=runner, family=family, problem=problem,
+                caps=listing.caps, ids=ids, sampler=plan.sampler, seed=plan.seed, lease=lease,
+            )
+            finished.append(study.run(plan.budget, deadline, observe, should_stop,
+                                      plan.confirm))
     return finished

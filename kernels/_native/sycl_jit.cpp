@@ -65,6 +65,12 @@ bool can_build_sycl(sycl::queue &queue) {
   return queue.get_device().ext_oneapi_can_build(syclexp::source_language::sycl);
 }
 
+// dpctl 0.22 has no name for this aspect: whether joint_matrix reaches a matrix engine (Intel
+// XMX on GPUs, AMX on Xeons) on the queue's device.
+bool has_matrix_aspect(sycl::queue &queue) {
+  return queue.get_device().has(sycl::aspect::ext_intel_matrix);
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_sycl_jit, m) {
@@ -76,4 +82,6 @@ PYBIND11_MODULE(_sycl_jit, m) {
         "Compile SYCL source for the queue's device; returns ({name: SyclKernel}, log).");
   m.def("can_build_sycl", &can_build_sycl, py::arg("queue"),
         "Whether the device's runtime can compile SYCL source.");
+  m.def("has_matrix_aspect", &has_matrix_aspect, py::arg("queue"),
+        "Whether the device has the ext_intel_matrix aspect (joint_matrix on a matrix engine).");
 }

@@ -16,7 +16,8 @@ from xe2tune.kernels import (
     ProblemSpec,
     build_program,
     dtype_name,
-    family_for_mode,
+    family_for,
+    get_family,
 )
 
 
@@ -84,18 +85,18 @@ def sdpa(
     )
     queue = device if isinstance(device, dpctl.SyclQueue) else open_queue(device)
     caps = device_caps(queue.sycl_device)
-    family = family_for_mode(problem.mode)
+    family = family_for(problem, caps)
     if config is None:
         launcher = family.default_config(problem, caps)
     elif isinstance(config, LauncherConfig):
         launcher = config
     elif isinstance(config, Mapping):
-        launcher = LauncherConfig.from_dict(dict(config))
+        launcher = LauncherConfig.from_dict(dict(config), family=family.name)
     else:
         raise InvalidConfig(
             f"config must be a LauncherConfig, a dict or None, got {type(config).__name__}"
         )
-    plan = family.plan(launcher, problem, caps, scale=scale)
+    plan = get_family(launcher.family).plan(launcher, problem, caps, scale=scale)
     built = build_program(queue, plan.source_file, plan.kernel_names, plan.defines)
     executor = PlanExecutor(queue, built, plan, problem)
     buffers = executor.allocate(*(np.ascontiguousarray(a) for a in (q4, k4, v4)))

@@ -12,6 +12,7 @@ from xe2tune.cli._app import app, console
 from xe2tune.cli._session import listing_for, save_measured, stored_peaks
 from xe2tune.db import open_store
 from xe2tune.harness import DevicePeaks, list_devices, measure_ceilings, open_queue
+from xe2tune.kernels import device_catalog
 
 DeviceOption = Annotated[
     str | None,
@@ -31,9 +32,60 @@ def _peaks_dict(peaks: DevicePeaks | None) -> dict | None:
     }
 
 
+def _catalog_rows() -> list[dict]:
+    rows = []
+    for d in device_catalog():
+        c, p = d.caps, d.peaks
+        rows.append({
+            "key": d.key, "aliases": list(d.aliases), "name": c.name,
+            "architecture": d.architecture, "compute_units": c.compute_units,
+            "max_work_group": c.max_work_group_size, "subgroup_sizes": list(c.sub_group_sizes),
+            "local_mem_bytes": c.local_mem_bytes, "global_mem_bytes": c.global_mem_bytes,
+            "registers_per_thread": list(c.registers_per_thread),
+            "register_bytes": c.register_bytes,
+            "max_work_items_large_grf": c.max_work_items_large_grf,
+            "matrix_shape": list(c.matrix_shape), "aspects": list(c.aspects),
+            "peaks": {"source": "catalog", "tflops": {"fp16": p.xmx_tflops, "bf16": p.xmx_tflops,
+                                                      "fp32": p.fp32_tflops},
+                      "bandwidth_gbs": p.bandwidth_gbs, "l2_mb": p.l2_mb},
+        })
+    return rows
+
+
+def _print_catalog(as_json: bool) -> None:
+    rows = _catalog_rows()
+    if as_json:
+        print(json.dumps(rows, indent=2))
+        return
+    table = Table(title="Catalog device descriptions (use with --target KEY)")
+    for col in ("key", "name", "arch", "EUs", "subgroups", "max WG", "SLM", "GRF x 64 B",
+                "DPAS MxNxK", "XMX / fp32 TFLOP/s", "GB/s"):
+        table.add_column(col)
+    for r in rows:
+        p = r["peaks"]
+        table.add_row(
+            r["key"], r["name"], r["architecture"], str(r["compute_units"]),
+            ",".join(map(str, r["subgroup_sizes"])), str(r["max_work_group"]),
+            f"{r['local_mem_bytes'] // 1024} KiB",
+            "/".join(map(str, r["registers_per_thread"])),
+            "x".join(map(str, r["matrix_shape"])),
+            f"{p['tflops']['fp16']:.4g} / {p['tflops']['fp32']:.3g}", f"{p['bandwidth_gbs']:.4g}",
+        )
+    console.print(table)
+
+
 @app.command()
-def devices(as_json: JsonOption = False, db: DbOption = None) -> None:
+def devices(
+    as_json: JsonOption = False,
+    db: DbOption = None,
+    catalog: Annotated[bool, typer.Option(
+        "--catalog", help="List the catalog's device descriptions (for --target) instead.",
+    )] = False,
+) -> None:
     """List every SYCL device with its limits and the roofline peaks xe2tune will use."""
+    if catalog:
+        _print_catalog(as_json)
+        return
     listings = list_devices()
     if not listings:
         open_queue()  # raises DeviceError with the install hint
@@ -47,6 +99,7 @@ def devices(as_json: JsonOption = False, db: DbOption = None) -> None:
             "max_work_group": c.max_work_group_size, "subgroup_sizes": list(c.sub_group_sizes),
             "local_mem_bytes": c.local_mem_bytes, "global_mem_bytes": c.global_mem_bytes,
             "fp16": c.has_fp16, "matrix_engine": c.has_matrix_engine,
+            "aspects": list(c.aspects),
             "peaks": _peaks_dict(stored_peaks(store, d)[1]),
         })
     store.close()
