@@ -58,7 +58,10 @@ async def get_best(
     """The best config for the key: exact when that problem was tuned, else the nearest one.
 
     Nearest means the tuned problem on the same device with the same mode, head_dim, dtype and
-    causal flag whose seq is closest on a log scale (the rule of ``xe2tune best``).
+    causal flag whose seq is closest on a log scale (the rule of ``xe2tune best``). The answer
+    names the best config's kernel family and lists the seeded baselines stored for that
+    problem ("seed 000 SageV1", "SYCL*TLA example", "oneDNN default") with the best's speedup
+    over each, so a tuned result is always read against them.
     """
     query = params.to_query()
     answer = index.cached(query) or await run_in_threadpool(index.answer, query)

@@ -20,7 +20,10 @@ _FILE = {"json": "xe2tune_best_configs.json", "cpp": "xe2tune_best_configs.hpp"}
 
 @router.get("/configs", response_model=ConfigsPublic)
 async def get_configs(index: IndexDep, store: StoreDep, device: DeviceFilter) -> Response:
-    """The best config per tuned problem: the document ``xe2tune export --format json`` writes."""
+    """The best config per tuned problem: the document ``xe2tune export --format json`` writes.
+
+    Each entry names its config's kernel family and carries the problem's seeded baselines.
+    """
     if device is None:
         body = index.configs()
     else:

@@ -8,6 +8,7 @@ from xe2tune import __version__
 from xe2tune.api import _best, _configs, _dashboard, _devices, _health, _results, _studies
 from xe2tune.api._errors import install_error_handlers
 from xe2tune.api._fastpath import BestFastPath
+from xe2tune.api._guards import RequestGuard
 from xe2tune.api._lifespan import lifespan
 from xe2tune.api.settings import Settings, get_settings
 
@@ -34,11 +35,19 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     if settings is not None:
         app.dependency_overrides[get_settings] = lambda: chosen
     install_error_handlers(app)
+    app.add_middleware(RequestGuard, allowed_hosts=chosen.allowed_hosts,
+                       max_body_bytes=chosen.max_body_bytes)
     for module in (_best, _configs, _results, _devices, _studies, _health, _dashboard):
         app.include_router(module.router)
     return app
 
 
-def create_asgi_app(settings: Settings | None = None) -> BestFastPath:
-    """What ``xe2tune serve`` runs: :func:`create_app` behind the ``/v1/best`` fast path."""
-    return BestFastPath(create_app(settings))
+def create_asgi_app(settings: Settings | None = None) -> RequestGuard:
+    """What ``xe2tune serve`` runs: :func:`create_app` behind the ``/v1/best`` fast path.
+
+    The fast path answers before the app's middleware, so the request guard wraps it as well
+    (requests that reach the app are checked twice, at the cost of a header lookup).
+    """
+    chosen = settings or get_settings()
+    return RequestGuard(BestFastPath(create_app(chosen)), allowed_hosts=chosen.allowed_hosts,
+                        max_body_bytes=chosen.max_body_bytes)

@@ -14,7 +14,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from xe2tune.db import BestQuery, BestResult, ResultRow
+from xe2tune.db import BaselineResult, BestQuery, BestResult, ResultRow
+from xe2tune.harness import TrialStatus
 from xe2tune.kernels import LauncherConfig, ProblemSpec
 
 DEFAULT_PAGE_SIZE = 100
@@ -28,6 +29,7 @@ class _Public(BaseModel):
 class LauncherConfigPublic(_Public):
     """A launcher config in the seed's vocabulary (see ``xe2tune.kernels.LauncherConfig``)."""
 
+    family: str = Field(description="the kernel family the config belongs to")
     shape_qk: tuple[int, int, int] = Field(description="(BQ, BK, BD) of the Q*K^T product")
     shape_pv: tuple[int, int, int] = Field(description="(BQ, BV, BK) of the P*V product")
     shape_out: tuple[int, int] = Field(description="(BQ, Dv) output tile")
@@ -62,6 +64,26 @@ class ProblemPublic(_Public):
         return cls.model_validate(spec.to_dict())
 
 
+class BaselinePublic(_Public):
+    """A seeded baseline config's result on the problem a best answer was measured on."""
+
+    label: str = Field(description='e.g. "seed 000 SageV1", "SYCL*TLA example", '
+                                   '"oneDNN default"')
+    family: str
+    config: LauncherConfigPublic
+    config_hash: str
+    trial_id: int
+    status: TrialStatus
+    median_s: float | None = Field(description="median seconds; None when it did not run OK")
+    speedup: float | None = Field(description="this baseline's median / the best's median")
+
+    @classmethod
+    def from_result(cls, baseline: BaselineResult) -> BaselinePublic:
+        """The public form of a stored baseline result."""
+        return cls.model_validate({**baseline.model_dump(),
+                                   "config": LauncherConfigPublic.from_stored(baseline.config)})
+
+
 class BestPublic(_Public):
     """The best measured launcher config for a problem, and where it came from."""
 
@@ -85,6 +107,11 @@ class BestPublic(_Public):
     peak_source: str | None = Field(description="catalog or measured device peaks")
     default_median_s: float | None
     speedup: float | None = Field(description="default config's median / this median")
+    baseline: str | None = Field(default=None,
+                                 description="the label when the best is a seeded baseline")
+    baselines: list[BaselinePublic] = Field(
+        default_factory=list,
+        description="every seeded baseline stored for the problem, with the best's speedup")
     study_id: int
     trial_id: int
     measured_at: datetime
@@ -99,8 +126,9 @@ class BestPublic(_Public):
             source_hash=best.source_hash, median_s=best.median_s, tflops=best.tflops,
             gbps=best.gbps, roofline_fraction=best.roofline_fraction,
             peak_source=best.peak_source, default_median_s=best.default_median_s,
-            speedup=best.speedup, study_id=best.study_id, trial_id=best.trial_id,
-            measured_at=best.measured_at,
+            speedup=best.speedup, baseline=best.baseline,
+            baselines=[BaselinePublic.from_result(b) for b in best.baselines],
+            study_id=best.study_id, trial_id=best.trial_id, measured_at=best.measured_at,
         )
 
 

@@ -1,4 +1,8 @@
-"""The table of best configs per tuned problem (drawn as a sortable HTML table, not a figure)."""
+"""The table of best configs per tuned problem (drawn as a sortable HTML table, not a figure).
+
+Each row also holds the problem's seeded baselines (e.g. "seed 000 SageV1"): their time and the
+best's speedup over each, so a tuned result is always read against them.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,19 @@ from typing import TYPE_CHECKING
 from xe2tune.dashboards._labels import config_label
 
 if TYPE_CHECKING:
-    from xe2tune.db import BestResult
+    from xe2tune.db import BaselineResult, BestResult
+
+
+@dataclass(frozen=True)
+class BaselineCell:
+    """One seeded baseline's result beside a best; time and speedup None when it failed."""
+
+    label: str
+    family: str
+    config: str
+    status: str
+    time_ms: float | None
+    speedup: float | None  # the baseline's time over the best's
 
 
 @dataclass(frozen=True)
@@ -33,17 +49,29 @@ class BestRow:
     roofline_pct: float | None
     speedup: float | None  # over the default config of the same study; None if not measured
     trial_id: int
+    baseline: str | None  # the label when the best is itself a seeded baseline
+    baselines: tuple[BaselineCell, ...]  # by label
 
 
 @dataclass(frozen=True)
 class BestTableInfo:
-    """The rows plus the values each filter offers."""
+    """The rows, the values each filter offers and every baseline label (one column pair each)."""
 
     rows: tuple[BestRow, ...]
     devices: tuple[str, ...]
     dtypes: tuple[str, ...]
     head_dims: tuple[int, ...]
     modes: tuple[str, ...]
+    baseline_labels: tuple[str, ...]
+
+
+def _baseline_cell(baseline: BaselineResult) -> BaselineCell:
+    return BaselineCell(
+        label=baseline.label, family=baseline.family, config=config_label(baseline.config),
+        status=baseline.status.value,
+        time_ms=None if baseline.median_s is None else baseline.median_s * 1e3,
+        speedup=baseline.speedup,
+    )
 
 
 def _get_best_table_info(best: Sequence[BestResult]) -> BestTableInfo:
@@ -56,7 +84,8 @@ def _get_best_table_info(best: Sequence[BestResult]) -> BestTableInfo:
             causal=b.problem.causal, config=config_label(b.config), time_ms=b.median_s * 1e3,
             tflops=b.tflops,
             roofline_pct=None if b.roofline_fraction is None else b.roofline_fraction * 100,
-            speedup=b.speedup, trial_id=b.trial_id,
+            speedup=b.speedup, trial_id=b.trial_id, baseline=b.baseline,
+            baselines=tuple(_baseline_cell(baseline) for baseline in b.baselines),
         )
         for b in best
     )
@@ -66,4 +95,5 @@ def _get_best_table_info(best: Sequence[BestResult]) -> BestTableInfo:
         dtypes=tuple(sorted({r.dtype for r in rows})),
         head_dims=tuple(sorted({r.head_dim for r in rows})),
         modes=tuple(sorted({r.mode for r in rows})),
+        baseline_labels=tuple(sorted({c.label for r in rows for c in r.baselines})),
     )

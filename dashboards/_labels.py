@@ -14,13 +14,18 @@ def problem_label(problem: ProblemSpec) -> str:
     return label + (" causal" if problem.causal else "")
 
 
-def config_label(config: dict[str, Any]) -> str:
-    """A config in the seed's vocabulary on one line, e.g. ``QK 128x64x32 PV 128x64x64 ...``."""
+def config_label(config: dict[str, Any], *, with_family: bool = False) -> str:
+    """A config in the seed's vocabulary on one line, e.g. ``QK 128x64x32 PV 128x64x64 ...``.
+
+    ``with_family`` leads with the kernel family (``sdpa_xmx_prefill QK ...``), for views
+    without a family column where one problem's configs come from several families.
+    """
     def shape(name: str) -> str:
         return "x".join(str(v) for v in config.get(name, ()))
 
     knobs = config.get("knobs") or {}
-    text = (f"QK {shape('shape_qk')} PV {shape('shape_pv')} out {shape('shape_out')} "
+    family = f"{config['family']} " if with_family and config.get("family") else ""
+    text = (f"{family}QK {shape('shape_qk')} PV {shape('shape_pv')} out {shape('shape_out')} "
             f"sg {shape('subgroup_layout')} stages {config.get('stages')} "
             f"vtiles {config.get('vtiles')} simd {config.get('subgroup_size')}")
     if knobs:

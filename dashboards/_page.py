@@ -19,12 +19,23 @@ from xe2tune.dashboards._plotly_imports import plotly_js, to_json
 from xe2tune.dashboards._roofline import _build_roofline_figure
 
 if TYPE_CHECKING:
+    from xe2tune.dashboards._best_table import BestRow
     from xe2tune.dashboards._collect import DashboardInfo
     from xe2tune.dashboards._importance import ImportanceInfo
 
 
 def _figure(figure: Any) -> dict[str, Any]:
     return figure.to_plotly_json()
+
+
+def _table_row(row: BestRow) -> dict[str, Any]:
+    """A best row as the script's flat record: each baseline as two sortable cells."""
+    flat = {f.name: getattr(row, f.name) for f in dataclasses.fields(row)
+            if f.name != "baselines"}
+    for cell in row.baselines:
+        flat[f"baseline_ms:{cell.label}"] = cell.time_ms
+        flat[f"baseline_speedup:{cell.label}"] = cell.speedup
+    return flat
 
 
 def _importance_view(info: ImportanceInfo) -> dict[str, Any]:
@@ -47,9 +58,10 @@ def dashboard_payload_json(info: DashboardInfo,
         "rooflines": [{"device": r.device, "n_points": r.n_points,
                        "figure": _figure(_build_roofline_figure(r))} for r in info.rooflines],
         "table": {
-            "rows": [dataclasses.asdict(row) for row in info.table.rows],
+            "rows": [_table_row(row) for row in info.table.rows],
             "filters": {"device": info.table.devices, "dtype": info.table.dtypes,
                         "head_dim": info.table.head_dims, "mode": info.table.modes},
+            "baselines": info.table.baseline_labels,
         },
         "studies": [
             {"id": c.study_id, "title": c.title,

@@ -27,13 +27,22 @@ PAGE_SCRIPT = """
   let data = JSON.parse(document.getElementById("xe2t-data").textContent);
   const view = {sortKey: null, sortDir: 1, filters: {}, study: null};
   const plotConfig = {displaylogo: false, responsive: true};
-  const columns = [
+  const fixedColumns = [
     ["device", "device"], ["family", "family"], ["mode", "mode"], ["head_dim", "D"],
     ["dtype", "dtype"], ["q_len", "q"], ["kv_len", "kv"], ["heads_q", "Hq"],
     ["heads_kv", "Hkv"], ["batch", "B"], ["causal", "causal"], ["config", "config"],
     ["time_ms", "time (ms)"], ["tflops", "TFLOP/s"], ["roofline_pct", "roofline %"],
     ["speedup", "speedup vs default"]];
-  const textColumns = new Set(["device", "family", "mode", "dtype", "config"]);
+  const textColumns = new Set(["device", "family", "mode", "dtype", "config", "baseline"]);
+
+  // Every seeded baseline gets its time and the best's speedup over it, after the fixed ones.
+  function columns() {
+    const labels = data.table.baselines;
+    if (!labels.length) return fixedColumns;
+    return fixedColumns.concat([["baseline", "best is baseline"]], labels.flatMap(label => [
+      ["baseline_ms:" + label, label + " (ms)"],
+      ["baseline_speedup:" + label, "speedup vs " + label]]));
+  }
 
   function show(value) {
     if (value === null || value === undefined) return "\\u2013";
@@ -91,7 +100,7 @@ PAGE_SCRIPT = """
 
   function drawHead() {
     const row = document.createElement("tr");
-    for (const [key, title] of columns) {
+    for (const [key, title] of columns()) {
       const th = document.createElement("th");
       th.textContent = title;
       th.dataset.key = key;
@@ -116,9 +125,10 @@ PAGE_SCRIPT = """
       const key = view.sortKey;
       rows = rows.slice().sort((a, b) => compare(a[key], b[key]) * view.sortDir);
     }
+    const shown = columns();
     const body = rows.map(function (row) {
       const tr = document.createElement("tr");
-      for (const [key] of columns) {
+      for (const [key] of shown) {
         const td = document.createElement("td");
         td.textContent = show(row[key]);
         if (textColumns.has(key)) td.className = "text";

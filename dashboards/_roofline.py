@@ -87,15 +87,16 @@ def _roofs(peak_flops: dict[str, float], bandwidth: float | None,
 def _series(label: str, rows: pd.DataFrame, labels: dict[str, str]) -> PointSeries:
     # Column lists, not itertuples: iterating a frame with datetime columns is slow at 100k rows.
     hover = []
-    for config, config_hash, median, flops, fraction, trial_id in zip(
+    for config, config_hash, median, flops, fraction, trial_id, baseline in zip(
             rows["config"].tolist(), rows["config_hash"].tolist(), rows["median_s"].tolist(),
             rows["achieved_flops"].tolist(), rows["roofline_fraction"].tolist(),
-            rows["trial_id"].tolist(), strict=True):
+            rows["trial_id"].tolist(), rows["baseline"].tolist(), strict=True):
         if config_hash not in labels:
-            labels[config_hash] = config_label(config)
+            labels[config_hash] = config_label(config, with_family=True)
         share = "" if fraction is None or fraction != fraction else f", {fraction:.1%} of roofline"
+        seeded = f" · baseline {baseline}" if isinstance(baseline, str) else ""
         hover.append(f"{labels[config_hash]}<br>{median * 1e3:.4g} ms, {flops / 1e12:.4g} "
-                     f"TFLOP/s{share}<br>trial {trial_id}")
+                     f"TFLOP/s{share}<br>trial {trial_id}{seeded}")
     return PointSeries(label=label,
                        ai=tuple(float(v) for v in rows["arithmetic_intensity"].tolist()),
                        flops=tuple(float(v) for v in rows["achieved_flops"].tolist()),

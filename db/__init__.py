@@ -10,10 +10,14 @@ from xe2tune.db._export import export_cpp, export_json, load_json
 from xe2tune.db._migrate import migrate_database
 from xe2tune.db._open import default_database_url, open_store
 from xe2tune.db._records import (
+    BaselineResult,
     BestQuery,
     BestResult,
+    ConfirmationEntry,
+    ConfirmationRecord,
     DeviceRecord,
     KernelSourceRecord,
+    LeaseRecord,
     MeasuredCeilings,
     MeasurementRecord,
     ResultFilters,
@@ -32,11 +36,15 @@ from xe2tune.db._submission import (
 )
 
 __all__ = [
+    "BaselineResult",
     "BestQuery",
     "BestResult",
+    "ConfirmationEntry",
+    "ConfirmationRecord",
     "CorrectnessPayload",
     "DeviceRecord",
     "KernelSourceRecord",
+    "LeaseRecord",
     "MeasuredCeilings",
     "MeasurementRecord",
     "ResultFilters",

@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy import func, select
 
+from xe2tune.db._confirmations import confirmed_bests, latest_confirmations
 from xe2tune.db._convert import aware
 from xe2tune.db._models import Device, KernelSource, Measurement, Problem, Study, Trial
-from xe2tune.db._records import BestResult
+from xe2tune.db._records import BaselineResult, BestResult
 from xe2tune.errors import StoreError
 from xe2tune.harness import TrialStatus
 from xe2tune.kernels import ProblemSpec
@@ -22,7 +23,7 @@ from xe2tune.kernels import ProblemSpec
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
 
-    from xe2tune.db._records import BestQuery, Match
+    from xe2tune.db._records import BestQuery, ConfirmationRecord, Match
 
 _OK = Trial.status == TrialStatus.OK.value
 _PROBLEM_COLUMNS = (Problem.id, Problem.mode, Problem.head_dim, Problem.dtype, Problem.q_len,
@@ -48,6 +49,8 @@ def study_bests(session: Session, ids: list[int] | None, query: BestQuery | None
                 ) -> list[StudyBest]:
     """Every study with at least one OK trial, narrowed to the query's mode/D/dtype/causal.
 
+    A study's best median is its newest confirmation round's, else its fastest OK trial's.
+
     The studies are chosen first and only their trials are aggregated, so a lookup reads the
     trials of its candidate problems only.
     """
@@ -63,10 +66,13 @@ def study_bests(session: Session, ids: list[int] | None, query: BestQuery | None
         .where(_OK, Measurement.median_s.is_not(None), Trial.study_id.in_(studies))
         .group_by(Trial.study_id).subquery()
     )
+    confirmed = confirmed_bests()
     stmt = (
         select(Study.id, Study.device_id, Device.name, Study.kernel_source_id,
-               KernelSource.family, *_PROBLEM_COLUMNS, per_study.c.best)
+               KernelSource.family, *_PROBLEM_COLUMNS,
+               func.coalesce(confirmed.c.best_median_s, per_study.c.best))
         .join(per_study, per_study.c.study_id == Study.id)
+        .outerjoin(confirmed, confirmed.c.study_id == Study.id)
         .join(Device, Device.id == Study.device_id)
         .join(KernelSource, KernelSource.id == Study.kernel_source_id)
         .join(Problem, Problem.id == Study.problem_id)
@@ -137,9 +143,45 @@ def choose_device(rows: list[StudyBest], device_given: bool) -> int:
     return max(row.device_id for row in rows)
 
 
+def baseline_trials(session: Session, study_ids: list[int]
+                    ) -> dict[int, list[tuple[Trial, Measurement | None]]]:
+    """The seeded baseline trials of each study (any status), by label then trial id."""
+    found: dict[int, list[tuple[Trial, Measurement | None]]] = {}
+    for trial, measurement in session.execute(
+        select(Trial, Measurement)
+        .outerjoin(Measurement, Measurement.trial_id == Trial.id)
+        .where(Trial.study_id.in_(study_ids), Trial.baseline.is_not(None))
+        .order_by(Trial.baseline, Trial.id)
+    ):
+        found.setdefault(trial.study_id, []).append((trial, measurement))
+    return found
+
+
+def baseline_result(trial: Trial, measurement: Measurement | None,
+                    best_median_s: float, round_median_s: float | None = None) -> BaselineResult:
+    """A baseline's result; its median counts only when it ran OK (a failed one has none).
+
+    ``round_median_s`` is its median in the confirmation round the best comes from, if any.
+    """
+    ok = trial.status == TrialStatus.OK.value and measurement is not None
+    median = measurement.median_s if ok and measurement is not None else None
+    median = round_median_s or median
+    return BaselineResult(
+        label=trial.baseline or "", family=trial.family, trial_id=trial.id,
+        config=dict(trial.config), config_hash=trial.config_hash,
+        status=TrialStatus(trial.status), median_s=median,
+        speedup=median / best_median_s if median is not None and best_median_s else None,
+    )
+
+
 def best_results(session: Session, chosen: list[StudyBest], *, match: Match,
                  query: BestQuery | None = None) -> list[BestResult]:
-    """Build the BestResult of each chosen study: its fastest OK trial and the default's time."""
+    """Build the BestResult of each chosen study: its fastest OK trial, the default's time and
+    the study's seeded baselines (each one's speedup is its median over the best's).
+
+    A study with a confirmation round answers from its newest round instead: the round's best,
+    and every median and speedup as timed side by side in it.
+    """
     if not chosen:
         return []
     study_ids = [row.study_id for row in chosen]
@@ -174,26 +216,54 @@ def best_results(session: Session, chosen: list[StudyBest], *, match: Match,
             .where(KernelSource.id.in_({row.kernel_source_id for row in chosen}))
         )
     }
+    baselines = baseline_trials(session, study_ids)
+    rounds = latest_confirmations(session, study_ids)
+    winners.update(_confirmed_winners(session, rounds))
     results = []
     for row in chosen:
         trial, measurement = winners[row.study_id]
         default = defaults.get(row.study_id)
         median = measurement.median_s
+        confirmation = rounds.get(row.study_id)
+        in_round: dict[int, float] = {}
+        if confirmation is not None:
+            in_default = confirmation.default
+            median = confirmation.best.median_s
+            default = in_default.median_s if in_default is not None else None
+            in_round = {e.trial_id: e.median_s for e in confirmation.entries if e.median_s}
+        scale = measurement.median_s / median if measurement.median_s and median else 1.0
         results.append(BestResult(
             match=match, query=query, device_id=row.device_id, device=row.device_name,
-            family=row.family, source_hash=sources[row.kernel_source_id], problem=row.problem,
+            family=trial.family, source_hash=sources[row.kernel_source_id], problem=row.problem,
             study_id=row.study_id, trial_id=trial.id, config=dict(trial.config),
-            config_hash=trial.config_hash, median_s=median,
+            config_hash=trial.config_hash, baseline=trial.baseline, median_s=median,
             tflops=None if measurement.achieved_flops is None
-            else measurement.achieved_flops / 1e12,
+            else measurement.achieved_flops * scale / 1e12,
             gbps=None if measurement.achieved_bandwidth is None
-            else measurement.achieved_bandwidth / 1e9,
-            roofline_fraction=measurement.roofline_fraction,
+            else measurement.achieved_bandwidth * scale / 1e9,
+            roofline_fraction=None if measurement.roofline_fraction is None
+            else measurement.roofline_fraction * scale,
             peak_source=measurement.peak_source, default_median_s=default,
             speedup=default / median if default is not None and median else None,
             measured_at=aware(trial.created_at),
+            baselines=tuple(baseline_result(t, m, median, in_round.get(t.id))
+                            for t, m in baselines.get(row.study_id, ())),
+            confirmed_rounds=confirmation.rounds if confirmation else None,
+            confirmed_at=confirmation.created_at if confirmation else None,
         ))
     return results
+
+
+def _confirmed_winners(session: Session, rounds: dict[int, ConfirmationRecord]
+                       ) -> dict[int, tuple[Trial, Measurement]]:
+    """Per confirmed study, the trial its newest round found best, with its measurement."""
+    study_of = {c.best.trial_id: study_id for study_id, c in rounds.items()}
+    return {
+        study_of[trial.id]: (trial, measurement)
+        for trial, measurement in session.execute(
+            select(Trial, Measurement).join(Measurement, Measurement.trial_id == Trial.id)
+            .where(Trial.id.in_(study_of)))
+    }
 
 
 def problem_order(result: BestResult) -> tuple:

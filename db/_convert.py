@@ -81,7 +81,8 @@ def trial_row(row: Trial, *, samples: bool) -> TrialRow:
     """A trial row and its measurement as a record."""
     return TrialRow(
         id=row.id, study_id=row.study_id, number=row.number, config=dict(row.config),
-        config_hash=row.config_hash, status=TrialStatus(row.status), is_default=row.is_default,
+        config_hash=row.config_hash, family=row.family, baseline=row.baseline,
+        status=TrialStatus(row.status), is_default=row.is_default,
         origin=row.origin, build_s=row.build_s, verify_s=row.verify_s,
         bench_s=row.bench_s, error=row.error, created_at=aware(row.created_at),
         measurement=measurement_record(row.measurement, samples=samples), extra=dict(row.extra),

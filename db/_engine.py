@@ -5,18 +5,24 @@ busy timeout, and transactions are begun explicitly: pysqlite's own transaction 
 outside transactions and opens write transactions lazily, which can fail with SQLITE_BUSY instead
 of waiting. Write sessions ``BEGIN IMMEDIATE`` so two writers queue on the lock rather than
 deadlock on an upgrade from a read lock.
+
+WAL is a property of the file, so it is switched on once, by a writer that has checked the file
+is ours (:func:`use_wal`), never on connect. A read-only engine never writes at all: its
+connections are ``query_only`` and it creates no file. They are still read-write connections
+because a read-only SQLite connection to a WAL file leaves its -wal and -shm files behind.
 """
 
 from __future__ import annotations
 
 import os
+import sqlite3
 from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event
 from sqlalchemy.engine import URL, make_url
-from sqlalchemy.exc import ArgumentError, NoSuchModuleError
-from sqlalchemy.pool import StaticPool
+from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
+from sqlalchemy.pool import NullPool, StaticPool
 
 from xe2tune.errors import StoreError
 
@@ -25,14 +31,14 @@ WRITE_OPTION = "xe2t_write"
 ACCEPTED = "a SQLAlchemy URL such as sqlite:////abs/path/xe2tune.db or postgresql://host/db"
 
 
-def parse_url(url: str) -> URL:
+def parse_url(url: str, *, read_only: bool = False) -> URL:
     """Parse a database URL, or raise StoreError naming it and what is accepted."""
     try:
         parsed = make_url(url)
     except (ArgumentError, ValueError) as exc:
         raise StoreError(f"malformed database URL {url!r}; accepted: {ACCEPTED}") from exc
     if parsed.get_backend_name() == "sqlite":
-        _check_sqlite_path(url, parsed.database)
+        _check_sqlite_path(url, parsed.database, read_only=read_only)
     return parsed
 
 
@@ -41,21 +47,25 @@ def is_memory(parsed: URL) -> bool:
     return parsed.get_backend_name() == "sqlite" and parsed.database in (None, "", ":memory:")
 
 
-def _check_sqlite_path(url: str, database: str | None) -> None:
+def _check_sqlite_path(url: str, database: str | None, *, read_only: bool) -> None:
     if database in (None, "", ":memory:"):
         return
     path = Path(database).expanduser()
     if path.is_dir():
         raise StoreError(f"database path in {url!r} is a directory; accepted: {ACCEPTED}")
     if path.exists():
-        if not os.access(path, os.R_OK | os.W_OK):
-            raise StoreError(f"database file in {url!r} is not readable and writable")
+        if not os.access(path, os.R_OK if read_only else os.R_OK | os.W_OK):
+            needed = "readable" if read_only else "readable and writable"
+            raise StoreError(f"database file in {url!r} is not {needed}")
         with path.open("rb") as handle:
             head = handle.read(16)
         if head and head != b"SQLite format 3\x00":
             raise StoreError(f"{str(path)!r} (from {url!r}) is not an SQLite database")
     elif not path.parent.is_dir():
         raise StoreError(f"directory of the database in {url!r} does not exist: {path.parent}")
+    elif read_only:
+        raise StoreError(f"nothing tuned in {url!r}: the database file does not exist yet; "
+                         "run xe2tune search first")
     elif not os.access(path.parent, os.W_OK):
         raise StoreError(f"cannot create the database in {url!r}: {path.parent} is not writable")
 
@@ -71,14 +81,36 @@ def sqlite_connect_args() -> dict[str, Any]:
     return {"timeout": BUSY_TIMEOUT_S}
 
 
-def make_engine(url: str) -> Engine:
-    """An engine for ``url``; SQLite gets WAL, foreign keys, a busy timeout and explicit BEGIN.
+def read_only_engine_kwargs(engine: Engine) -> dict[str, Any]:
+    """``create_engine`` arguments for another library (optuna) reading ``engine``'s database.
+
+    SQLite connections are ``query_only``, and closed after each use so that the last one
+    removes the -wal and -shm files as the store's own do.
+    """
+    if engine.dialect.name != "sqlite" or is_memory(engine.url):
+        return {"execution_options": {"postgresql_readonly": True}} \
+            if engine.dialect.name == "postgresql" else {}
+    path = str(Path(engine.url.database or "").expanduser())
+
+    def connect() -> sqlite3.Connection:
+        connection = sqlite3.connect(path, check_same_thread=False, **sqlite_connect_args())
+        connection.execute("PRAGMA query_only = ON")
+        return connection
+
+    return {"creator": connect, "poolclass": NullPool}
+
+
+def make_engine(url: str, *, read_only: bool = False) -> Engine:
+    """An engine for ``url``; SQLite gets foreign keys, a busy timeout and explicit BEGIN.
+
+    ``read_only`` engines never write: SQLite connections are ``query_only``, a missing SQLite
+    file is an error rather than created, and other databases run read-only transactions.
 
     Raises:
         StoreError: the URL is malformed, names an unknown dialect or a driver that is not
-            installed, or points at an unusable SQLite path.
+            installed, or points at an unusable SQLite path (a missing one when read-only).
     """
-    parsed = parse_url(url)
+    parsed = parse_url(url, read_only=read_only)
     shown = parsed.render_as_string(hide_password=True)
     kwargs: dict[str, Any] = {}
     sqlite = parsed.get_backend_name() == "sqlite"
@@ -97,20 +129,38 @@ def make_engine(url: str) -> Engine:
             f"the database driver for {shown!r} is not installed ({exc.name})"
         ) from exc
     if sqlite:
-        _configure_sqlite(engine, wal=not is_memory(parsed))
+        _configure_sqlite(engine, read_only=read_only)
+    elif read_only and parsed.get_backend_name() == "postgresql":
+        engine = engine.execution_options(postgresql_readonly=True)
     return engine
 
 
-def _configure_sqlite(engine: Engine, *, wal: bool) -> None:
+def use_wal(engine: Engine) -> None:
+    """Switch a SQLite file to WAL (it stays so); a no-op for other databases and in memory.
+
+    Raises:
+        StoreError: the database refused the switch (e.g. it is locked past the busy timeout).
+    """
+    if engine.dialect.name != "sqlite" or is_memory(engine.url):
+        return
+    try:
+        with engine.connect() as connection:  # raw: the pragma fails inside our BEGIN
+            raw = connection.connection.dbapi_connection
+            assert raw is not None, "a checked-out connection has its DBAPI connection"
+            raw.execute("PRAGMA journal_mode = WAL")
+    except (SQLAlchemyError, sqlite3.Error) as exc:
+        raise StoreError(f"cannot switch {engine.url!r} to WAL mode: {describe(exc)}") from exc
+
+
+def _configure_sqlite(engine: Engine, *, read_only: bool) -> None:
     @event.listens_for(engine, "connect")
     def _on_connect(dbapi_connection: Any, _record: Any) -> None:
         dbapi_connection.isolation_level = None  # we issue BEGIN ourselves, below
         cursor = dbapi_connection.cursor()
         cursor.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
         cursor.execute("PRAGMA foreign_keys = ON")
-        if wal:
-            cursor.execute("PRAGMA journal_mode = WAL")
-            cursor.execute("PRAGMA synchronous = NORMAL")
+        # Per connection, not stored in the file: NORMAL is durable enough under WAL.
+        cursor.execute("PRAGMA query_only = ON" if read_only else "PRAGMA synchronous = NORMAL")
         cursor.close()
 
     @event.listens_for(engine, "begin")

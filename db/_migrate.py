@@ -12,15 +12,22 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from alembic.util import CommandError
-from sqlalchemy import Connection, Engine
+from sqlalchemy import Connection, Engine, inspect
 from sqlalchemy.exc import SQLAlchemyError
 
-from xe2tune.db._engine import WRITE_OPTION, describe, make_engine
+from xe2tune.db._engine import WRITE_OPTION, describe, make_engine, use_wal
 from xe2tune.db._models import TABLE_PREFIX
 from xe2tune.errors import StoreError
 
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
 VERSION_TABLE = f"{TABLE_PREFIX}alembic_version"  # optuna owns "alembic_version"
+# Optuna's RDBStorage tables (optuna 4.x) share our database, and may be there first.
+OPTUNA_TABLES = frozenset({
+    "alembic_version", "studies", "study_directions", "study_system_attributes",
+    "study_user_attributes", "trial_heartbeats", "trial_intermediate_values", "trial_params",
+    "trial_system_attributes", "trial_user_attributes", "trial_values", "trials",
+    "version_info",
+})
 
 
 def include_name(name: str | None, type_: str, _parent_names: Any) -> bool:
@@ -54,6 +61,81 @@ def _known(config: Config, revision: str) -> bool:
         return ScriptDirectory.from_config(config).get_revision(revision) is not None
     except CommandError:
         return False
+
+
+def _require_known(engine: Engine, config: Config, current: str | None) -> None:
+    if current is not None and not _known(config, current):
+        raise StoreError(
+            f"database {engine.url!r} is at schema revision {current}, unknown to this "
+            "xe2tune (written by a newer version?); upgrade xe2tune"
+        )
+
+
+def check_ours(engine: Engine) -> None:
+    """Refuse a database of another program before anything touches it (it only reads).
+
+    Ours: it has our version table, or no tables yet, or only optuna's (a study may have been
+    created first). Anything else is another program's, and migrating it would add our tables
+    and switch its journal mode.
+
+    Raises:
+        StoreError: the database holds tables that are neither ours nor optuna's and no
+            xe2tune version table, or it cannot be read.
+    """
+    try:
+        with engine.connect() as connection:
+            tables = set(inspect(connection).get_table_names())
+    except SQLAlchemyError as exc:
+        raise StoreError(f"cannot read database {engine.url!r}: {describe(exc)}") from exc
+    if VERSION_TABLE in tables:
+        return
+    foreign = sorted(t for t in tables if not t.startswith(TABLE_PREFIX) and t not in OPTUNA_TABLES)
+    if foreign:
+        more = f" and {len(foreign) - 5} more" if len(foreign) > 5 else ""
+        shown = ", ".join(foreign[:5]) + more
+        raise StoreError(
+            f"{engine.url!r} is not an xe2tune database (tables {shown}, no {VERSION_TABLE}); "
+            "it was left untouched; accepted: an xe2tune or optuna database, or a new file"
+        )
+
+
+def has_optuna_tables(engine: Engine) -> bool:
+    """True when optuna's storage tables exist (a reader must not have optuna create them).
+
+    Raises:
+        StoreError: the database cannot be read.
+    """
+    try:
+        with engine.connect() as connection:
+            return {"studies", "trials", "version_info"} <= set(
+                inspect(connection).get_table_names())
+    except SQLAlchemyError as exc:
+        raise StoreError(f"cannot read database {engine.url!r}: {describe(exc)}") from exc
+
+
+def require_head(engine: Engine) -> None:
+    """For readers, which never migrate: the schema must be at this xe2tune's head.
+
+    Raises:
+        StoreError: the database has no xe2tune schema yet, an older one (run ``xe2tune
+            migrate``), one newer than this xe2tune, or cannot be read.
+    """
+    try:
+        current = current_revision(engine)
+    except SQLAlchemyError as exc:
+        raise StoreError(f"cannot read database {engine.url!r}: {describe(exc)}") from exc
+    head = head_revision()
+    if current == head:
+        return
+    if current is None:
+        raise StoreError(f"nothing tuned in {engine.url!r}: it has no xe2tune tables yet; "
+                         "run xe2tune search first")
+    _require_known(engine, alembic_config(), current)
+    raise StoreError(
+        f"database {engine.url!r} is at schema revision {current}, older than this xe2tune's "
+        f"{head}, and read-only commands never change it: run `xe2tune migrate --db URL` "
+        "(or any writing command) first"
+    )
 
 
 @contextmanager
@@ -97,11 +179,7 @@ def upgrade_engine(engine: Engine, revision: str = "head") -> None:
         if revision == "head" and current == head_revision():
             return
         config = alembic_config()
-        if current is not None and not _known(config, current):
-            raise StoreError(
-                f"database {engine.url!r} is at schema revision {current}, unknown to this "
-                "xe2tune (written by a newer version?); upgrade xe2tune"
-            )
+        _require_known(engine, config, current)
         with _migration_transaction(engine) as connection:
             config.attributes["connection"] = connection
             command.upgrade(config, revision)
@@ -109,14 +187,26 @@ def upgrade_engine(engine: Engine, revision: str = "head") -> None:
         raise StoreError(f"cannot migrate database {engine.url!r}: {describe(exc)}") from exc
 
 
+def prepare_for_writing(engine: Engine, revision: str = "head") -> None:
+    """What a writer does on open: refuse a foreign database, switch to WAL, migrate.
+
+    Raises:
+        StoreError: another program's database, a newer schema, or a failed migration.
+    """
+    check_ours(engine)
+    use_wal(engine)
+    upgrade_engine(engine, revision)
+
+
 def migrate_database(url: str, revision: str = "head") -> None:
     """Upgrade the database at ``url`` to ``revision`` (for tools and tests; open_store does it).
 
     Raises:
-        StoreError: malformed URL, unusable path, or the migration failed.
+        StoreError: malformed URL, unusable path, another program's database, or the
+            migration failed.
     """
     engine = make_engine(url)
     try:
-        upgrade_engine(engine, revision)
+        prepare_for_writing(engine, revision)
     finally:
         engine.dispose()

@@ -145,12 +145,18 @@ class Study(Base):
 
 
 class Trial(Base):
-    """One config tried in a study: never two rows for the same config hash in a study."""
+    """One config tried in a study: never two rows for the same config hash in a study.
+
+    ``family`` is the config's kernel family (a study may span several); ``baseline`` is the
+    label of a seeded baseline config (e.g. "seed 000 SageV1"), None for tuned configs.
+    """
 
     __tablename__ = "xe2t_trials"
     __table_args__ = (
         UniqueConstraint("study_id", "config_hash"),
         Index("ix_xe2t_trials_study_status", "study_id", "status"),
+        Index("ix_xe2t_trials_family_status", "family", "status"),
+        Index("ix_xe2t_trials_study_baseline", "study_id", "baseline"),
     )
 
     id: Mapped[int] = mapped_column(primary_key=True)
@@ -158,6 +164,8 @@ class Trial(Base):
     number: Mapped[int | None] = mapped_column(Integer)
     config: Mapped[dict[str, Any]] = mapped_column(JSON)
     config_hash: Mapped[str] = mapped_column(String(64))
+    family: Mapped[str] = mapped_column(String(128))
+    baseline: Mapped[str | None] = mapped_column(String(64))
     status: Mapped[str] = mapped_column(String(32))
     is_default: Mapped[bool] = mapped_column(Boolean)
     origin: Mapped[str] = mapped_column(String(16))
@@ -212,3 +220,53 @@ class Measurement(Base):
     passed: Mapped[bool | None] = mapped_column(Boolean)
 
     trial: Mapped[Trial] = relationship(back_populates="measurement")
+
+
+class Lease(Base):
+    """A running search process: its reservations live while ``expires_at`` is renewed.
+
+    ``host`` and ``pid`` let a process on the same host tell at once that a holder was killed.
+    """
+
+    __tablename__ = "xe2t_leases"
+
+    owner: Mapped[str] = mapped_column(String(64), primary_key=True)
+    host: Mapped[str] = mapped_column(String(255))
+    pid: Mapped[int] = mapped_column(Integer)
+    expires_at: Mapped[datetime] = mapped_column(DateTime)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class Reservation(Base):
+    """A config a search is measuring: one holder per (study, config hash) at a time."""
+
+    __tablename__ = "xe2t_reservations"
+    __table_args__ = (UniqueConstraint("study_id", "config_hash"),)
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    study_id: Mapped[int] = mapped_column(ForeignKey("xe2t_studies.id", ondelete="CASCADE"))
+    config_hash: Mapped[str] = mapped_column(String(64))
+    owner: Mapped[str] = mapped_column(ForeignKey("xe2t_leases.owner", ondelete="CASCADE"),
+                                       index=True)
+    trial_number: Mapped[int | None] = mapped_column(Integer)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+
+
+class Confirmation(Base):
+    """A confirmation round: the study's top configs, default and baselines timed side by side.
+
+    ``entries`` lists every config of the round (trial id, role, label, pooled median and the
+    per-round medians); the study's served best and speedups come from its newest round.
+    """
+
+    __tablename__ = "xe2t_confirmations"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    study_id: Mapped[int] = mapped_column(ForeignKey("xe2t_studies.id", ondelete="CASCADE"),
+                                          index=True)
+    rounds: Mapped[int] = mapped_column(Integer)
+    best_trial_id: Mapped[int] = mapped_column(ForeignKey("xe2t_trials.id", ondelete="CASCADE"))
+    best_median_s: Mapped[float] = mapped_column(Float)
+    default_median_s: Mapped[float | None] = mapped_column(Float)
+    entries: Mapped[list[dict[str, Any]]] = mapped_column(JSON)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)

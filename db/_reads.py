@@ -125,7 +125,7 @@ def _filtered(stmt: Select[Any], filters: ResultFilters | None, ids: list[int] |
         return stmt
     equal = {Problem.mode: filters.mode, Problem.head_dim: filters.head_dim,
              Problem.dtype: filters.dtype, Problem.causal: filters.causal,
-             KernelSource.family: filters.family, Trial.study_id: filters.study_id,
+             Trial.family: filters.family, Trial.study_id: filters.study_id,
              Trial.status: filters.status.value if filters.status else None}
     for column, value in equal.items():
         if value is not None:
@@ -156,10 +156,11 @@ def results(session: Session, filters: ResultFilters | None, ids: list[int] | No
     return [
         ResultRow(
             trial_id=trial.id, study_id=trial.study_id, created_at=aware(trial.created_at),
-            device_id=device.id, device=device.name, family=source.family,
+            device_id=device.id, device=device.name, family=trial.family,
             source_hash=source.source_hash, problem_id=problem.id,
             problem=problem_spec(problem), config=dict(trial.config),
-            config_hash=trial.config_hash, is_default=trial.is_default, origin=trial.origin,
+            config_hash=trial.config_hash, baseline=trial.baseline,
+            is_default=trial.is_default, origin=trial.origin,
             status=TrialStatus(trial.status), build_s=trial.build_s, verify_s=trial.verify_s,
             bench_s=trial.bench_s, error=trial.error,
             measurement=measurement_record(measurement, samples=False),
@@ -175,7 +176,7 @@ def count_results(session: Session, filters: ResultFilters | None, ids: list[int
 
 FRAME_COLUMNS: dict[str, Any] = {
     "trial_id": Trial.id, "created_at": Trial.created_at, "device": Device.name,
-    "device_id": Device.id, "family": KernelSource.family,
+    "device_id": Device.id, "family": Trial.family, "baseline": Trial.baseline,
     "source_hash": KernelSource.source_hash, "study_id": Trial.study_id, "number": Trial.number,
     "mode": Problem.mode, "head_dim": Problem.head_dim, "dtype": Problem.dtype,
     "q_len": Problem.q_len, "kv_len": Problem.kv_len, "heads_q": Problem.heads_q,

@@ -138,6 +138,8 @@ class TrialRow(_Record):
     number: int | None
     config: dict[str, Any]
     config_hash: str
+    family: str  # the config's kernel family
+    baseline: str | None = None  # the seeded baseline's label, None for tuned configs
     status: TrialStatus
     is_default: bool
     origin: Literal["local", "remote"]
@@ -158,7 +160,11 @@ class TrialRow(_Record):
 
 
 class ResultRow(_Record):
-    """One trial flattened with its problem, device, kernel source and measurement summary."""
+    """One trial flattened with its problem, device, kernel source and measurement summary.
+
+    ``family`` is the trial's own kernel family (its config's), which a study spanning several
+    families does not determine; ``baseline`` the seeded baseline's label, None when tuned.
+    """
 
     trial_id: int
     study_id: int
@@ -171,6 +177,7 @@ class ResultRow(_Record):
     problem: ProblemSpec
     config: dict[str, Any]
     config_hash: str
+    baseline: str | None = None
     is_default: bool
     origin: Literal["local", "remote"]
     status: TrialStatus
@@ -185,7 +192,7 @@ class ResultFilters(_Record):
     """Filters of ``ResultStore.results``; None means "any". ``seq`` is the key length (kv_len)."""
 
     device: str | None = None  # device name (case-insensitive) or id
-    family: str | None = None
+    family: str | None = None  # the trial's kernel family
     mode: Literal["prefill", "decode"] | None = None
     head_dim: int | None = None
     dtype: Literal["fp16", "bf16", "fp32"] | None = None
@@ -228,13 +235,32 @@ class BestQuery(_Record):
         return self.q_len if self.q_len is not None or self.mode == "decode" else self.seq
 
 
+class BaselineResult(_Record):
+    """A seeded baseline config's stored result on the problem a best answer comes from.
+
+    ``median_s`` and ``speedup`` (the baseline's median over the best's) are None when the
+    baseline did not run OK (``status`` says why).
+    """
+
+    label: str
+    family: str
+    trial_id: int
+    config: dict[str, Any]
+    config_hash: str
+    status: TrialStatus
+    median_s: float | None
+    speedup: float | None
+
+
 class BestResult(_Record):
     """The best OK config of one tuned problem on one device, and how it was chosen.
 
     ``match`` is "exact" when ``problem`` is what was asked for, "nearest" when it is the closest
     tuned problem (see ``ResultStore.best``); ``query`` is None in ``best_per_problem`` lists.
     ``speedup`` is the default config's median over this one, None when the default was not
-    measured OK in the same study.
+    measured OK in the same study. ``family`` is the best config's kernel family; ``baseline``
+    its label when the best is itself a seeded baseline; ``baselines`` every seeded baseline
+    stored for the problem, ordered by label, so a tuned result is always shown against them.
     """
 
     match: Match
@@ -256,10 +282,82 @@ class BestResult(_Record):
     default_median_s: float | None
     speedup: float | None
     measured_at: datetime
+    baseline: str | None = None
+    baselines: tuple[BaselineResult, ...] = ()
+    # Rounds of the confirmation round the best, its median and the speedups come from (the
+    # top configs, the default and the baselines re-timed side by side); None when the study
+    # was never confirmed and they are the fastest stored trial and whatever run timed the rest.
+    confirmed_rounds: int | None = None
+    confirmed_at: datetime | None = None
 
     def launcher_config(self) -> LauncherConfig:
         """The config as the kernels' value object."""
         return LauncherConfig.from_dict(self.config)
+
+
+class ConfirmationEntry(_Record):
+    """One config of a confirmation round: its stored trial, why it was in, and its times.
+
+    ``role`` is "candidate" (one of the study's fastest), "default" or "baseline" (``label``
+    names it); ``median_s`` pools every round's samples (None when it failed in the round,
+    ``status`` says how); ``round_medians`` are the per-round medians.
+    """
+
+    trial_id: int
+    config_hash: str
+    role: Literal["candidate", "default", "baseline"]
+    label: str | None = None
+    status: TrialStatus
+    median_s: float | None = Field(default=None, gt=0)
+    round_medians: tuple[float, ...] = ()
+
+
+class ConfirmationRecord(_Record):
+    """A confirmation round of one study: every config timed side by side, and the best.
+
+    ``best_trial_id`` is the entry with the smallest pooled median among those that ran OK;
+    ``default_median_s`` is the default's pooled median in the same round (None when the
+    default was not in it or failed), so ``speedup`` never compares times of two runs.
+    """
+
+    study_id: int
+    rounds: int = Field(ge=1)
+    entries: tuple[ConfirmationEntry, ...] = Field(min_length=1)
+    created_at: datetime | None = None
+
+    @property
+    def best(self) -> ConfirmationEntry:
+        """The fastest entry that ran OK.
+
+        Raises:
+            ValueError: no entry ran OK.
+        """
+        ok = [e for e in self.entries if e.status is TrialStatus.OK and e.median_s]
+        if not ok:
+            raise ValueError("no config of the confirmation round ran OK")
+        return min(ok, key=lambda e: (e.median_s, e.trial_id))
+
+    @property
+    def default(self) -> ConfirmationEntry | None:
+        """The default config's entry, if it was in the round."""
+        return next((e for e in self.entries if e.role == "default"), None)
+
+    @property
+    def speedup(self) -> float | None:
+        """The default's pooled median over the best's, both from this round."""
+        default = self.default
+        if default is None or default.median_s is None:
+            return None
+        return default.median_s / self.best.median_s  # type: ignore[operator]
+
+
+class LeaseRecord(_Record):
+    """A running search process (``owner`` is unique per process and run) and its heartbeat."""
+
+    owner: str = Field(min_length=1, max_length=64)
+    host: str = Field(max_length=255)
+    pid: int = Field(ge=0)
+    expires_at: datetime
 
 
 class SubmitOutcome(_Record):

@@ -7,7 +7,7 @@ through the session they are given.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -15,7 +15,7 @@ from sqlalchemy import Engine, event
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
-from xe2tune.db import _best, _reads, _writes
+from xe2tune.db import _best, _confirmations, _reads, _reservations, _writes
 from xe2tune.db._convert import trial_row
 from xe2tune.db._engine import WRITE_OPTION, describe, is_memory, sqlite_connect_args
 from xe2tune.db._frame import results_frame
@@ -28,7 +28,9 @@ if TYPE_CHECKING:
     from xe2tune.db._records import (
         BestQuery,
         BestResult,
+        ConfirmationRecord,
         DeviceRecord,
+        LeaseRecord,
         MeasuredCeilings,
         ResultFilters,
         ResultRow,
@@ -149,11 +151,12 @@ class SqlResultStore:
 
     def record_trial(
         self, study_id: int, result: TrialResult, *, number: int | None = None,
-        is_default: bool = False,
+        is_default: bool = False, baseline: str | None = None,
     ) -> int:
         """See ResultStore.record_trial."""
         return self._write(lambda s: _writes.insert_trial(
-            s, study_id, result, number=number, is_default=is_default, origin="local"))
+            s, study_id, result, number=number, is_default=is_default, origin="local",
+            baseline=baseline))
 
     def find_trial(self, study_id: int, config_hash: str) -> TrialRow | None:
         """See ResultStore.find_trial."""
@@ -164,6 +167,40 @@ class SqlResultStore:
     def submit_result(self, submission: ResultSubmission) -> SubmitOutcome:
         """See ResultStore.submit_result."""
         return self._write(lambda s: _submit(s, submission))
+
+    def record_confirmation(self, record: ConfirmationRecord) -> int:
+        """See ResultStore.record_confirmation."""
+        return self._write(lambda s: _confirmations.insert_confirmation(s, record))
+
+    def confirmation(self, study_id: int) -> ConfirmationRecord | None:
+        """See ResultStore.confirmation."""
+        with self._read() as session:
+            return _confirmations.latest_confirmations(session, [study_id]).get(study_id)
+
+    # -- leases and reservations ------------------------------------------------------------
+
+    def hold_lease(self, lease: LeaseRecord) -> None:
+        """See ResultStore.hold_lease."""
+        self._write(lambda s: _reservations.hold_lease(s, lease))
+
+    def leases(self) -> list[LeaseRecord]:
+        """See ResultStore.leases."""
+        with self._read() as session:
+            return _reservations.leases(session)
+
+    def release_leases(self, owners: Sequence[str]) -> None:
+        """See ResultStore.release_leases."""
+        self._write(lambda s: _reservations.release_leases(s, list(owners)))
+
+    def reserve_config(self, study_id: int, config_hash: str, *, owner: str,
+                       trial_number: int | None = None) -> str | None:
+        """See ResultStore.reserve_config."""
+        return self._write(lambda s: _reservations.reserve_config(
+            s, study_id, config_hash, owner, trial_number))
+
+    def release_config(self, study_id: int, config_hash: str, *, owner: str) -> None:
+        """See ResultStore.release_config."""
+        self._write(lambda s: _reservations.release_config(s, study_id, config_hash, owner))
 
     # -- reads ------------------------------------------------------------------------------
 
@@ -250,5 +287,6 @@ def _submit(session: Session, submission: ResultSubmission) -> SubmitOutcome:
     if existing is not None:
         return SubmitOutcome(trial_id=existing.id, study_id=study.id, created=False)
     trial_id = _writes.insert_trial(session, study.id, submission.trial_result(), number=None,
-                                    is_default=submission.is_default, origin="remote")
+                                    is_default=submission.is_default, origin="remote",
+                                    baseline=submission.baseline)
     return SubmitOutcome(trial_id=trial_id, study_id=study.id, created=True)

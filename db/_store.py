@@ -5,12 +5,16 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     import pandas
 
     from xe2tune.db._records import (
         BestQuery,
         BestResult,
+        ConfirmationRecord,
         DeviceRecord,
+        LeaseRecord,
         MeasuredCeilings,
         ResultFilters,
         ResultRow,
@@ -158,12 +162,16 @@ class ResultStore(Protocol):
         *,
         number: int | None = None,
         is_default: bool = False,
+        baseline: str | None = None,
     ) -> int:
         """Store one trial and its measurement; ``number`` is the optuna trial number.
 
         The result is validated like a remote submission: the config must parse as a
         ``LauncherConfig`` whose ``config_hash()`` equals ``result.config_hash``, and an OK
         result must carry timing with finite positive samples and a passed correctness report.
+        The trial's family is the config's. ``baseline`` is the label of a seeded baseline
+        config (e.g. "seed 000 SageV1", at most 64 characters), None for a tuned config;
+        ``best`` shows every baseline of a problem beside its best.
 
         Returns:
             The trial id.
@@ -194,6 +202,81 @@ class ResultStore(Protocol):
         """
         ...
 
+    def record_confirmation(self, record: ConfirmationRecord) -> int:
+        """Store a confirmation round of a study; from now on ``best`` answers from it.
+
+        The tuner calls it once per study, at the end of a run, after re-timing the study's
+        fastest configs, its default and its baselines side by side (``TrialRunner.compare``).
+
+        Returns:
+            The round's id.
+
+        Raises:
+            StoreError: no entry ran OK, an entry names a trial that is not stored in the study
+                with that config hash, or the database could not be written.
+        """
+        ...
+
+    def confirmation(self, study_id: int) -> ConfirmationRecord | None:
+        """The study's newest confirmation round, None when it has none.
+
+        Raises:
+            StoreError: the database could not be read.
+        """
+        ...
+
+    # -- leases and reservations: concurrent searches of one study -------------------------
+    #
+    # A search process holds a lease (renewed by a heartbeat) while it runs, and reserves each
+    # config before measuring it: two searches of one problem never measure the same config.
+    # Reservations of an expired lease are taken over; a search that knows a holder is dead
+    # (same host, pid gone) releases its lease. None of these bump ``data_version``.
+
+    def hold_lease(self, lease: LeaseRecord) -> None:
+        """Insert the search's lease, or move its expiry (the heartbeat).
+
+        Raises:
+            StoreError: the database could not be written.
+        """
+        ...
+
+    def leases(self) -> list[LeaseRecord]:
+        """Every lease (live or not), oldest first.
+
+        Raises:
+            StoreError: the database could not be read.
+        """
+        ...
+
+    def release_leases(self, owners: Sequence[str]) -> None:
+        """Drop these leases and every reservation they hold (at exit, or for a dead holder).
+
+        Raises:
+            StoreError: the database could not be written.
+        """
+        ...
+
+    def reserve_config(self, study_id: int, config_hash: str, *, owner: str,
+                       trial_number: int | None = None) -> str | None:
+        """Atomically reserve a config of a study for the lease ``owner`` before measuring it.
+
+        Returns:
+            None when ``owner`` now holds the config (newly, again, or taken over from an
+            expired lease); else the owner of the live lease that holds it.
+
+        Raises:
+            StoreError: ``owner`` holds no lease, unknown study, or the database failed.
+        """
+        ...
+
+    def release_config(self, study_id: int, config_hash: str, *, owner: str) -> None:
+        """Drop ``owner``'s reservation of a config (after storing it, or when abandoning it).
+
+        Raises:
+            StoreError: the database could not be written.
+        """
+        ...
+
     # -- reads ------------------------------------------------------------------------------
 
     def best(self, query: BestQuery) -> BestResult | None:
@@ -205,7 +288,8 @@ class ResultStore(Protocol):
         given heads_q/heads_kv/batch it differs in, then kv_len, q_len, heads_q, heads_kv, batch.
         ``match`` is "exact" when it differs in nothing that was asked. Within that problem, the
         best trial is the OK trial with the smallest median time among the newest kernel source
-        of each family. ``export_cpp``'s dispatch function applies the same rule.
+        of each family. ``export_cpp``'s dispatch function applies the same rule. The answer
+        carries the seeded baselines stored for that problem (``BestResult.baselines``).
 
         Returns:
             The best result, or None when no candidate problem has an OK trial.

@@ -1,4 +1,9 @@
-"""The payload of ``POST /v1/results``: a trial measured by a remote tuner, validated on arrival."""
+"""The payload of ``POST /v1/results``: a trial measured by a remote tuner, validated on arrival.
+
+Every string and array has a cap and every number must be finite (JSON's NaN and Infinity
+extensions included): what is stored is read back by every client, and one absurd row must not
+make each later answer huge or unencodable. The API also bounds the whole body.
+"""
 
 from __future__ import annotations
 
@@ -17,15 +22,38 @@ from xe2tune.harness import (
 )
 from xe2tune.kernels import ProblemSpec
 
+MAX_SAMPLES = 20_000  # the harness times at most 1000 launches; a confirmation pools rounds
+MAX_ERROR = 65_536  # characters of an error (a build log's first lines)
+MAX_ITEMS = 64  # entries of the small maps and lists (extra, peaks, subgroup sizes)
+MAX_EXTENT = 2**31 - 1  # problem sizes: a 32-bit int in the kernels and the database
+
 
 class _Payload(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+
+class DevicePayload(DeviceRecord):
+    """The device of a submission: ``DeviceRecord`` with its strings (to the widths of their
+    columns) and lists capped."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", allow_inf_nan=False)
+
+    name: str = Field(min_length=1, max_length=256)
+    backend: str = Field(min_length=1, max_length=64)
+    device_type: str = Field(default="gpu", max_length=32)
+    driver: str = Field(default="", max_length=128)
+    compute_units: int = Field(ge=0, le=MAX_EXTENT, default=0)
+    global_mem_bytes: int = Field(ge=0, le=2**63 - 1, default=0)
+    local_mem_bytes: int = Field(ge=0, le=2**63 - 1, default=0)
+    max_work_group_size: int = Field(ge=0, le=MAX_EXTENT, default=0)
+    sub_group_sizes: tuple[int, ...] = Field(default=(), max_length=MAX_ITEMS)
+    peak_flops: dict[str, float] = Field(default_factory=dict, max_length=MAX_ITEMS)
 
 
 class TimingPayload(_Payload):
     """Raw per-launch device times (seconds) and how they were taken."""
 
-    samples: list[float] = Field(min_length=1)
+    samples: list[float] = Field(min_length=1, max_length=MAX_SAMPLES)
     warmup: int = Field(ge=0)
     n_buf: int = Field(ge=1)
     host_overhead_s: float = 0.0
@@ -53,7 +81,7 @@ class RooflinePayload(_Payload):
     peak_bandwidth: float = Field(gt=0)
     attainable_flops: float = Field(gt=0)
     roofline_fraction: float = Field(ge=0)
-    peak_source: str
+    peak_source: str = Field(max_length=16)
 
 
 class ResultSubmission(_Payload):
@@ -63,27 +91,32 @@ class ResultSubmission(_Payload):
     pydantic ``ValidationError`` naming the problem, so the API answers 422.
     """
 
-    device: DeviceRecord
-    family: str = Field(min_length=1)
-    source_hash: str = Field(min_length=1)
+    device: DevicePayload
+    family: str = Field(min_length=1, max_length=128)
+    source_hash: str = Field(min_length=1, max_length=128)
     problem: ProblemSpec
     status: TrialStatus
-    config: dict[str, Any]
-    config_hash: str
+    config: dict[str, Any] = Field(max_length=MAX_ITEMS)
+    config_hash: str = Field(max_length=64)
     is_default: bool = False
+    baseline: str | None = Field(default=None, min_length=1, max_length=64,
+                                 description="label of a seeded baseline config, else None")
     build_s: float = Field(ge=0, default=0.0)
     verify_s: float = Field(ge=0, default=0.0)
     bench_s: float = Field(ge=0, default=0.0)
     timing: TimingPayload | None = None
     correctness: CorrectnessPayload | None = None
     roofline: RooflinePayload | None = None
-    error: str | None = None
-    extra: dict[str, Any] = Field(default_factory=dict)
+    error: str | None = Field(default=None, max_length=MAX_ERROR)
+    extra: dict[str, Any] = Field(default_factory=dict, max_length=MAX_ITEMS)
 
     @model_validator(mode="after")
     def _consistent(self) -> ResultSubmission:
         if self.device.id is not None:
             raise ValueError("device.id must be omitted: devices match by name/backend/driver")
+        for name in ("q_len", "kv_len", "heads_q", "heads_kv", "batch"):
+            if getattr(self.problem, name) > MAX_EXTENT:
+                raise ValueError(f"problem.{name} must be at most {MAX_EXTENT}")
         problems = trial_problems(self.trial_result())
         if problems:
             raise ValueError("; ".join(problems))

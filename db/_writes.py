@@ -133,12 +133,25 @@ def find_trial(session: Session, study_id: int, config_hash: str) -> Trial | Non
     ).one_or_none()
 
 
+BASELINE_MAX = 64  # xe2t_trials.baseline is String(64)
+FAMILY_MAX = 128  # xe2t_trials.family is String(128)
+
+
 def insert_trial(
     session: Session, study_id: int, result: TrialResult, *, number: int | None,
-    is_default: bool, origin: str,
+    is_default: bool, origin: str, baseline: str | None = None,
 ) -> int:
-    """Validate and store one trial with its measurement; return the trial id."""
+    """Validate and store one trial with its measurement; return the trial id.
+
+    The trial's family is its config's (validated to parse as a LauncherConfig, which names one).
+    """
     problems = trial_problems(result)
+    family = result.config.get("family") if not problems else None
+    if isinstance(family, str) and len(family) > FAMILY_MAX:
+        problems.append(f"config family must be at most {FAMILY_MAX} characters")
+    if baseline is not None and not 0 < len(baseline) <= BASELINE_MAX:
+        problems.append(f"baseline label must be 1 to {BASELINE_MAX} characters, "
+                        f"got {len(baseline)}")
     if problems:
         raise StoreError(f"inconsistent trial result: {'; '.join(problems)}")
     if session.get(Study, study_id) is None:
@@ -151,7 +164,8 @@ def insert_trial(
         )
     trial = Trial(
         study_id=study_id, number=number, config=dict(result.config),
-        config_hash=result.config_hash, status=result.status.value, is_default=is_default,
+        config_hash=result.config_hash, family=family, baseline=baseline,
+        status=result.status.value, is_default=is_default,
         origin=origin, build_s=result.build_s, verify_s=result.verify_s, bench_s=result.bench_s,
         error=result.error, extra=dict(result.extra), measurement=measurement_row(result),
     )

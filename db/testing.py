@@ -8,6 +8,7 @@ Every ResultStore implementation's test module subclasses :class:`StoreContract`
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 import pytest
@@ -42,9 +43,10 @@ DEVICE = DeviceRecord(
 
 
 def launcher_config(bq: int = 64, bk: int = 64, stages: int = 2, *, head_dim: int = 128,
-                    bv: int = 32, **knobs: int | str | bool) -> LauncherConfig:
+                    bv: int = 32, family: str = "sdpa_prefill",
+                    **knobs: int | str | bool) -> LauncherConfig:
     """A launcher config in the seed's vocabulary (ShapeQK<bq,bk,32>, ShapePV<bq,bv,bk>, ...)."""
-    return LauncherConfig(shape_qk=(bq, bk, 32), shape_pv=(bq, bv, bk),
+    return LauncherConfig(family=family, shape_qk=(bq, bk, 32), shape_pv=(bq, bv, bk),
                           shape_out=(bq, head_dim), subgroup_layout=(bq // 8, 1),
                           stages=stages, subgroup_size=16, knobs=tuple(knobs.items()))
 
@@ -86,8 +88,12 @@ def failed_result(config: LauncherConfig, status: TrialStatus, error: str) -> Tr
 
 def tune(store: ResultStore, problem: ProblemSpec, results: list[TrialResult], *,
          device: DeviceRecord = DEVICE, family: str = "sdpa_prefill",
-         source_hash: str = "src-1", default_first: bool = True) -> int:
-    """Store a finished study of ``results`` (the first is the default config); return its id."""
+         source_hash: str = "src-1", default_first: bool = True,
+         baselines: Mapping[int, str] | None = None) -> int:
+    """Store a finished study of ``results`` (the first is the default config); return its id.
+
+    ``baselines`` labels results by index as seeded baselines (e.g. ``{0: "oneDNN default"}``).
+    """
     device_id = store.upsert_device(device)
     source_id = store.upsert_kernel_source(family, source_hash)
     problem_id = store.upsert_problem(problem)
@@ -97,7 +103,8 @@ def tune(store: ResultStore, problem: ProblemSpec, results: list[TrialResult], *
     )
     for number, result in enumerate(results):
         store.record_trial(study.id, result, number=number,
-                           is_default=default_first and number == 0)
+                           is_default=default_first and number == 0,
+                           baseline=(baselines or {}).get(number))
     return study.id
 
 
@@ -382,3 +389,73 @@ class StoreContract:
         assert study.best_median_s == pytest.approx(1e-3) and study.family == "sdpa_prefill"
         assert store.study(study_id) == study and store.study(study_id + 1) is None
         assert [t.number for t in store.trials(study_id)] == [0, 1, 2]
+
+    # -- families and seeded baselines -------------------------------------------------------
+
+    def test_trials_carry_their_own_family_and_baseline_label(self, store: ResultStore) -> None:
+        cpu, xmx = launcher_config(), launcher_config(family="sdpa_xmx_prefill")
+        assert cpu.config_hash() != xmx.config_hash()  # same shapes, two kernels
+        study_id = tune(store, prefill(512), [ok_result(xmx, 2e-3), ok_result(cpu, 1e-3)],
+                        family="sdpa_prefill+sdpa_xmx_prefill",
+                        baselines={0: "seed 000 SageV1"})
+        [first, second] = store.trials(study_id)
+        assert (first.family, first.baseline) == ("sdpa_xmx_prefill", "seed 000 SageV1")
+        assert (second.family, second.baseline) == ("sdpa_prefill", None)
+        assert first.config["family"] == "sdpa_xmx_prefill"
+        found = store.find_trial(study_id, xmx.config_hash())
+        assert found is not None and found.baseline == "seed 000 SageV1"
+        [row] = store.results(ResultFilters(family="sdpa_xmx_prefill"))
+        assert (row.trial_id, row.family, row.baseline) == (first.id, "sdpa_xmx_prefill",
+                                                            "seed 000 SageV1")
+        frame = store.results_frame()
+        assert list(frame["family"]) == ["sdpa_prefill", "sdpa_xmx_prefill"]
+        assert list(frame["baseline"].fillna("-")) == ["-", "seed 000 SageV1"]
+        assert store.count_results(ResultFilters(family="sdpa_decode")) == 0
+
+    def test_best_shows_every_baseline_of_the_problem_beside_it(self, store: ResultStore) -> None:
+        tuned = launcher_config(128, family="sdpa_xmx_prefill")
+        sage = launcher_config(256, family="sdpa_xmx_prefill")
+        onednn = launcher_config(32, family="sdpa_xmx_prefill")
+        tune(store, prefill(1024), [
+            ok_result(sage, 3e-3),
+            failed_result(onednn, TrialStatus.COMPILE_ERROR, "out of registers"),
+            ok_result(launcher_config(), 4e-3), ok_result(tuned, 1e-3)],
+            baselines={0: "seed 000 SageV1", 1: "oneDNN default"}, default_first=False)
+        best = store.best(BestQuery(head_dim=128, dtype="fp16", seq=1024))
+        assert best is not None and best.config_hash == tuned.config_hash()
+        assert (best.family, best.baseline) == ("sdpa_xmx_prefill", None)
+        assert [(b.label, b.family, b.status, b.config_hash) for b in best.baselines] == [
+            ("oneDNN default", "sdpa_xmx_prefill", TrialStatus.COMPILE_ERROR,
+             onednn.config_hash()),
+            ("seed 000 SageV1", "sdpa_xmx_prefill", TrialStatus.OK, sage.config_hash())]
+        failed, seed = best.baselines
+        assert failed.median_s is None and failed.speedup is None
+        assert seed.median_s == pytest.approx(3e-3) and seed.speedup == pytest.approx(3.0)
+        assert seed.config == sage.to_dict()
+        [listed] = store.best_per_problem()
+        assert listed.baselines == best.baselines
+
+    def test_a_winning_baseline_is_named_as_the_best(self, store: ResultStore) -> None:
+        sage = launcher_config(256, family="sdpa_xmx_prefill")
+        tune(store, prefill(512), [ok_result(sage, 1e-3), ok_result(launcher_config(), 2e-3)],
+             baselines={0: "seed 000 SageV1"})
+        best = store.best(BestQuery(head_dim=128, dtype="fp16", seq=512))
+        assert best is not None and best.baseline == "seed 000 SageV1"
+        assert [(b.label, b.speedup) for b in best.baselines] == [("seed 000 SageV1", 1.0)]
+        no_baselines = tune(store, prefill(2048), [ok_result(launcher_config(), 1e-3)])
+        other = store.best(BestQuery(head_dim=128, dtype="fp16", seq=2048))
+        assert other is not None and other.study_id == no_baselines
+        assert other.baseline is None and other.baselines == ()
+
+    @pytest.mark.parametrize("label", ["", "x" * 65])
+    def test_baseline_labels_are_bounded(self, store: ResultStore, label: str) -> None:
+        study_id = tune(store, prefill(512), [])
+        with pytest.raises(StoreError, match="baseline label must be 1 to 64 characters"):
+            store.record_trial(study_id, ok_result(launcher_config(), 1e-3), baseline=label)
+        assert store.trials(study_id) == []
+
+    def test_submitted_baselines_are_stored_with_their_label(self, store: ResultStore) -> None:
+        payload = submission(launcher_config(family="sdpa_xmx_prefill"), 1e-3, prefill(512))
+        store.submit_result(payload.model_copy(update={"baseline": "SYCL*TLA example"}))
+        [row] = store.results()
+        assert (row.family, row.baseline) == ("sdpa_xmx_prefill", "SYCL*TLA example")

@@ -17,6 +17,8 @@ from xe2tune.harness._device import (
     open_queue,
     resolve_device,
 )
+from xe2tune.harness._fit import problem_unfit_reason
+from xe2tune.harness._limits import TrialLimits
 from xe2tune.harness._measurement import (
     CorrectnessReport,
     RooflineFigures,
@@ -26,6 +28,7 @@ from xe2tune.harness._measurement import (
 )
 from xe2tune.harness._peaks import DevicePeaks, catalog_peaks
 from xe2tune.harness._roofline import RooflineModel, SdpaWork, sdpa_work, visible_pairs
+from xe2tune.harness._worker import WorkerSpec, overlaps_builds
 
 __all__ = [
     "CEILING_SETTINGS",
@@ -39,8 +42,10 @@ __all__ = [
     "RooflineModel",
     "SdpaWork",
     "TimingStats",
+    "TrialLimits",
     "TrialResult",
     "TrialStatus",
+    "WorkerSpec",
     "bench",
     "catalog_peaks",
     "device_caps",
@@ -50,6 +55,8 @@ __all__ = [
     "measure_ceilings",
     "measure_copy_bandwidth",
     "open_queue",
+    "overlaps_builds",
+    "problem_unfit_reason",
     "resolve_device",
     "sdpa_work",
     "visible_pairs",

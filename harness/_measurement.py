@@ -5,10 +5,12 @@ from __future__ import annotations
 import enum
 import math
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
-from typing import Any
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any, TypeVar
 
 import numpy as np
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -122,7 +124,10 @@ class TrialStatus(str, enum.Enum):
     COMPILE_ERROR = "compile_error"
     LAUNCH_ERROR = "launch_error"
     WRONG_RESULT = "wrong_result"
-    TIMEOUT = "timeout"
+    TIMEOUT = "timeout"  # the priming launch alone exceeded BenchSettings.launch_timeout_s
+    BUILD_TIMEOUT = "build_timeout"  # the build outlived its limit; the worker was killed
+    RUN_TIMEOUT = "run_timeout"  # verification or timing outlived its limit; worker killed
+    CRASH = "crash"  # the worker process died (a signal, or an exit) mid-trial
 
 
 @dataclass(frozen=True)
@@ -158,3 +163,31 @@ class TrialResult:
             out["roofline"]["tflops"] = self.roofline.tflops
             out["roofline"]["gbps"] = self.roofline.gbps
         return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TrialResult:
+        """Inverse of :meth:`to_dict` (the derived statistics it adds are recomputed, not read).
+
+        Raises:
+            ValueError: for an unknown status; KeyError/TypeError for missing or unknown fields.
+        """
+        timing, correctness, roofline = (data.get(k) for k in ("timing", "correctness",
+                                                               "roofline"))
+        return cls(
+            status=TrialStatus(data["status"]), config=data["config"],
+            config_hash=data["config_hash"], build_s=data["build_s"],
+            verify_s=data["verify_s"], bench_s=data["bench_s"],
+            timing=None if timing is None else TimingStats(
+                samples=tuple(timing["samples"]), warmup=timing["warmup"],
+                iterations=timing["iterations"], n_buf=timing["n_buf"],
+                host_overhead_s=timing["host_overhead_s"]),
+            correctness=None if correctness is None else _fields_of(CorrectnessReport,
+                                                                    correctness),
+            roofline=None if roofline is None else _fields_of(RooflineFigures, roofline),
+            error=data["error"], extra=dict(data["extra"]),
+        )
+
+
+def _fields_of(cls: type[T], data: dict[str, Any]) -> T:
+    """A dataclass from a dict that may hold extra derived keys (dropped here)."""
+    return cls(**{f.name: data[f.name] for f in fields(cls)})  # type: ignore[call-arg]

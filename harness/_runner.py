@@ -7,9 +7,13 @@ be "best". Build, verification and timing costs are kept apart.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any, Protocol
 
 import dpctl
+import dpctl.memory as dpm
+import numpy as np
 
 from xe2tune.errors import (
     BenchTimeout,
@@ -17,8 +21,8 @@ from xe2tune.errors import (
     LaunchResourceError,
 )
 from xe2tune.harness._bench import BenchSettings, BufferRotation, bench
-from xe2tune.harness._executor import PlanExecutor
-from xe2tune.harness._measurement import CorrectnessReport, TrialResult, TrialStatus
+from xe2tune.harness._executor import BufferSet, PlanExecutor
+from xe2tune.harness._measurement import CorrectnessReport, TimingStats, TrialResult, TrialStatus
 from xe2tune.harness._roofline import RooflineModel
 from xe2tune.kernels import (
     DeviceCaps,
@@ -27,6 +31,7 @@ from xe2tune.kernels import (
     ProblemSpec,
     build_program,
     check_output,
+    get_family,
     make_inputs,
     reference_sdpa,
 )
@@ -40,6 +45,73 @@ class MeasureRequest:
     problem: ProblemSpec
     config: LauncherConfig
     seed: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON-able form, e.g. to cross a process boundary; the family goes by the
+        config's family name (a union of families measures each config with its member)."""
+        return {"problem": self.problem.to_dict(), "config": self.config.to_dict(),
+                "seed": self.seed}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> MeasureRequest:
+        """Inverse of :meth:`to_dict`.
+
+        Raises:
+            InvalidConfig: for a malformed config or an unknown family.
+            InvalidProblem: for a malformed problem.
+        """
+        config = LauncherConfig.from_dict(data["config"])
+        return cls(get_family(config.family), ProblemSpec.from_dict(data["problem"]), config,
+                   int(data["seed"]))
+
+
+class TrialHooks(Protocol):
+    """What a ConfigRunner tells about a trial while it runs; the trial worker implements it to
+    put time limits on each step (and, in tests only, to plant faults).
+
+    Both methods are called synchronously from the measuring thread.
+    """
+
+    def phase(self, name: str, config_hash: str) -> None:
+        """A step of a config's trial starts: "build", "reference" (only when the problem's
+        reference is computed), "verify" or "time" (once per timing round).
+
+        Raises:
+            Whatever it raises propagates out of ``measure``/``compare``.
+        """
+        ...
+
+    def output(self, config_hash: str, out: np.ndarray) -> np.ndarray:
+        """The kernel's output as read back; what it returns is what gets checked.
+
+        Raises:
+            Whatever it raises propagates out of ``measure``/``compare``.
+        """
+        ...
+
+
+class _NoHooks:
+    def phase(self, name: str, config_hash: str) -> None:
+        pass
+
+    def output(self, config_hash: str, out: np.ndarray) -> np.ndarray:
+        return out
+
+
+@dataclass(frozen=True)
+class _Verified:
+    """A config built and verified on its rotated buffer sets, ready to be timed."""
+
+    base: dict[str, Any]
+    executor: PlanExecutor
+    rotation: BufferRotation[BufferSet]
+    report: CorrectnessReport
+    build_s: float
+    verify_s: float
+
+    def failed(self, status: TrialStatus, error: str) -> TrialResult:
+        return TrialResult(status, build_s=self.build_s, verify_s=self.verify_s,
+                           correctness=self.report, error=error, **self.base)
 
 
 class ConfigRunner:
@@ -56,15 +128,17 @@ class ConfigRunner:
         roofline: RooflineModel | None,
         settings: BenchSettings,
         llc_bytes: int = 0,
+        hooks: TrialHooks | None = None,
     ) -> None:
         self.queue = queue
         self.caps = caps
         self.roofline = roofline
         self.settings = settings
         self.llc_bytes = llc_bytes
+        self.hooks = hooks or _NoHooks()
         # Only the latest problem's inputs and reference are kept: a search measures one
         # problem at a time, and references of long sequences are large.
-        self._reference: dict[tuple[str, int], tuple[object, object]] = {}
+        self._reference: dict[tuple[str, int], tuple[Any, Any]] = {}
 
     def prebuild(self, request: MeasureRequest) -> None:
         """Compile a config ahead of its measurement (errors surface again in ``measure``)."""
@@ -75,11 +149,13 @@ class ConfigRunner:
             except KernelCompileError:
                 pass
 
-    def _inputs_and_reference(self, problem: ProblemSpec, seed: int) -> tuple[object, object]:
-        key = (problem.key(), seed)
+    def _inputs_and_reference(self, request: MeasureRequest) -> tuple[Any, Any]:
+        key = (request.problem.key(), request.seed)
         if key not in self._reference:
-            inputs = make_inputs(problem, seed=seed)
-            self._reference = {key: (inputs, reference_sdpa(problem, *inputs))}
+            self._reference = {}  # drop the previous problem's arrays before making new ones
+            self.hooks.phase("reference", request.config.config_hash())
+            inputs = make_inputs(request.problem, seed=request.seed)
+            self._reference = {key: (inputs, reference_sdpa(request.problem, *inputs))}
         return self._reference[key]
 
     def measure(self, request: MeasureRequest) -> TrialResult:
@@ -89,46 +165,119 @@ class ConfigRunner:
             Nothing for failures of the config itself (they become the result's status);
             anything unexpected (a broken device, a bug) propagates.
         """
+        verified = self._verify(request)
+        if isinstance(verified, TrialResult):
+            return verified
+        try:
+            timing, bench_s = self._time(verified)
+        except (LaunchResourceError, BenchTimeout) as exc:
+            return verified.failed(_failure_status(exc), str(exc))
+        return self._ok(request, verified, timing, bench_s, {})
+
+    def compare(self, requests: Sequence[MeasureRequest], rounds: int) -> list[TrialResult]:
+        """Build and verify each config once, then time them side by side in ``rounds`` rounds.
+
+        Round r times every config once, in request order for even r and reversed for odd r,
+        so drift of the device over the rounds hits every config alike. Each OK result's timing
+        pools the samples of all its rounds; ``extra["compare"]`` holds the per-round medians
+        and the round count. One result per request, in request order; a config failing in
+        any round gets that failure and is not timed again.
+
+        Raises:
+            ValueError: if ``rounds`` < 1.
+            Anything unexpected, as :meth:`measure`.
+        """
+        if rounds < 1:
+            raise ValueError(f"rounds must be >= 1, got {rounds}")
+        results: list[TrialResult | None] = [None] * len(requests)
+        verified: dict[int, _Verified] = {}
+        for i, request in enumerate(requests):
+            outcome = self._verify(request)
+            if isinstance(outcome, TrialResult):
+                results[i] = outcome
+            else:
+                verified[i] = outcome
+        timings: dict[int, list[TimingStats]] = {i: [] for i in verified}
+        bench_s = dict.fromkeys(verified, 0.0)
+        for r in range(rounds):
+            for i in sorted(verified, reverse=r % 2 == 1):
+                if results[i] is not None:
+                    continue
+                try:
+                    timing, seconds = self._time(verified[i])
+                except (LaunchResourceError, BenchTimeout) as exc:
+                    results[i] = verified[i].failed(_failure_status(exc), str(exc))
+                    continue
+                timings[i].append(timing)
+                bench_s[i] += seconds
+        for i, v in verified.items():
+            if results[i] is None:
+                pooled = TimingStats.from_samples(
+                    [s for t in timings[i] for s in t.samples],
+                    warmup=sum(t.warmup for t in timings[i]), n_buf=len(v.rotation.sets),
+                    host_overhead_s=float(np.mean([t.host_overhead_s for t in timings[i]])),
+                )
+                extra = {"compare": {"rounds": rounds,
+                                     "round_medians_s": [t.median for t in timings[i]]}}
+                results[i] = self._ok(requests[i], v, pooled, bench_s[i], extra)
+        return [r for r in results if r is not None]
+
+    def _verify(self, request: MeasureRequest) -> _Verified | TrialResult:
+        """Validate, build, and check the output of one launch on the first buffer set."""
         family, problem, config = request.family, request.problem, request.config
-        base = {"config": config.to_dict(), "config_hash": config.config_hash()}
+        config_hash = config.config_hash()
+        base = {"config": config.to_dict(), "config_hash": config_hash}
         reason = family.invalid_reason(config, problem, self.caps)
         if reason is not None:
             return TrialResult(TrialStatus.INVALID, error=reason, **base)
         plan = family.plan(config, problem, self.caps)
+        self.hooks.phase("build", config_hash)
         try:
             built = build_program(self.queue, plan.source_file, plan.kernel_names, plan.defines)
         except KernelCompileError as exc:
             return TrialResult(TrialStatus.COMPILE_ERROR, error=str(exc), **base)
         build_s = built.build_seconds
-        inputs, reference = self._inputs_and_reference(problem, request.seed)
+        inputs, reference = self._inputs_and_reference(request)
+        self.hooks.phase("verify", config_hash)
         executor = PlanExecutor(self.queue, built, plan, problem)
+        started = time.perf_counter()
         try:
-            started = time.perf_counter()
             rotation = BufferRotation(
                 lambda _i: executor.allocate(*inputs), self.settings.n_buf,
                 executor.buffer_set_bytes, self.llc_bytes,
             )
             executor.launch_and_wait(rotation.sets[0])
-            report = check_output(problem, executor.read_output(rotation.sets[0]), reference)
-            verify_s = time.perf_counter() - started
-            if not report.passed:
-                return TrialResult(
-                    TrialStatus.WRONG_RESULT, build_s=build_s, verify_s=verify_s,
-                    correctness=report, error=_wrong_result_text(report), **base,
-                )
-            rotation.warn_if_cache_resident(self.llc_bytes)
-            started = time.perf_counter()
-            timing = bench(executor.launch, rotation, self.settings)
-            bench_s = time.perf_counter() - started
-        except LaunchResourceError as exc:
-            return TrialResult(TrialStatus.LAUNCH_ERROR, build_s=build_s, error=str(exc), **base)
-        except BenchTimeout as exc:
-            return TrialResult(TrialStatus.TIMEOUT, build_s=build_s, error=str(exc), **base)
-        figures = self.roofline.figures(problem, timing.median) if self.roofline else None
+        except (LaunchResourceError, dpm.USMAllocationError) as exc:
+            return TrialResult(TrialStatus.LAUNCH_ERROR, build_s=build_s,
+                               error=str(exc) or type(exc).__name__, **base)
+        out = self.hooks.output(config_hash, executor.read_output(rotation.sets[0]))
+        report = check_output(problem, out, reference)
+        verified = _Verified(base, executor, rotation, report, build_s,
+                             time.perf_counter() - started)
+        if not report.passed:
+            return verified.failed(TrialStatus.WRONG_RESULT, _wrong_result_text(report))
+        return verified
+
+    def _time(self, v: _Verified) -> tuple[TimingStats, float]:
+        """One timing of a verified config: its statistics and the wall seconds it took."""
+        self.hooks.phase("time", v.base["config_hash"])
+        v.rotation.warn_if_cache_resident(self.llc_bytes)
+        started = time.perf_counter()
+        timing = bench(v.executor.launch, v.rotation, self.settings)
+        return timing, time.perf_counter() - started
+
+    def _ok(self, request: MeasureRequest, v: _Verified, timing: TimingStats, bench_s: float,
+            extra: dict[str, Any]) -> TrialResult:
+        figures = self.roofline.figures(request.problem, timing.median) if self.roofline else None
         return TrialResult(
-            TrialStatus.OK, build_s=build_s, verify_s=verify_s, bench_s=bench_s, timing=timing,
-            correctness=report, roofline=figures, **base,
+            TrialStatus.OK, build_s=v.build_s, verify_s=v.verify_s, bench_s=bench_s,
+            timing=timing, correctness=v.report, roofline=figures, extra=extra, **v.base,
         )
+
+
+def _failure_status(exc: LaunchResourceError | BenchTimeout) -> TrialStatus:
+    return TrialStatus.LAUNCH_ERROR if isinstance(exc, LaunchResourceError) else (
+        TrialStatus.TIMEOUT)
 
 
 def _wrong_result_text(report: CorrectnessReport) -> str:
@@ -136,4 +285,3 @@ def _wrong_result_text(report: CorrectnessReport) -> str:
         f"wrong result: {report.nonfinite} non-finite, max abs error {report.max_abs_error:.3g} "
         f"(atol {report.atol:.3g}), rel L2 {report.rel_l2_error:.3g} (limit {report.rtol_l2:.3g})"
     )
-

@@ -22,6 +22,7 @@ from xe2tune.kernels._jit import (
     has_matrix_aspect,
     source_hash,
 )
+from xe2tune.kernels._ocloc import LARGE_GRF_OPTION, OclocReport, ocloc_compile, ocloc_path
 from xe2tune.kernels._prefill import PrefillFamily
 from xe2tune.kernels._problem import DTYPES, HEAD_DIMS, MODES, ProblemSpec
 from xe2tune.kernels._reference import reference_sdpa
@@ -33,15 +34,32 @@ from xe2tune.kernels._registry import (
     get_family,
     search_family,
 )
+from xe2tune.kernels._spirv import (
+    DEFAULT_GRF,
+    DOUBLE_GRF,
+    KernelSpirv,
+    SpirvError,
+    SpirvSummary,
+    parse_spirv,
+)
+from xe2tune.kernels._spirv_capture import CaptureTimeout, SpirvCapture, capture_spirv
 from xe2tune.kernels._tolerance import THRESHOLDS, check_output
+from xe2tune.kernels._xmx_decode import XmxDecodeFamily
+from xe2tune.kernels._xmx_prefill import XmxPrefillFamily
 
 __all__ = [
+    "DEFAULT_GRF",
+    "DOUBLE_GRF",
+    "LARGE_GRF_OPTION",
     "DTYPES",
     "HEAD_DIMS",
     "MODES",
     "THRESHOLDS",
+    "XmxDecodeFamily",
+    "XmxPrefillFamily",
     "Baseline",
     "BuiltProgram",
+    "CaptureTimeout",
     "CatalogPeaks",
     "DeviceDescription",
     "FamilyUnion",
@@ -49,11 +67,17 @@ __all__ = [
     "DeviceCaps",
     "KernelFamily",
     "KernelLaunch",
+    "KernelSpirv",
     "LaunchPlan",
     "LauncherConfig",
+    "OclocReport",
     "PrefillFamily",
     "ProblemSpec",
+    "SpirvCapture",
+    "SpirvError",
+    "SpirvSummary",
     "build_program",
+    "capture_spirv",
     "catalog_device",
     "describe_live_device",
     "device_catalog",
@@ -69,6 +93,9 @@ __all__ = [
     "has_matrix_aspect",
     "make_inputs",
     "numpy_dtype",
+    "ocloc_compile",
+    "ocloc_path",
+    "parse_spirv",
     "reference_sdpa",
     "search_family",
     "source_hash",

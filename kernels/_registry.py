@@ -9,11 +9,13 @@ from xe2tune.kernels._family import KernelFamily
 from xe2tune.kernels._family_union import FamilyUnion
 from xe2tune.kernels._prefill import PrefillFamily
 from xe2tune.kernels._problem import ProblemSpec
+from xe2tune.kernels._xmx_decode import XmxDecodeFamily
+from xe2tune.kernels._xmx_prefill import XmxPrefillFamily
 
 # In order of preference: where several families serve a problem, the first one's default is
 # the search's default and the one `sdpa()`/`bench` use when no family is named.
 _FAMILIES: dict[str, KernelFamily] = {
-    f.name: f for f in (PrefillFamily(), DecodeFamily())
+    f.name: f for f in (XmxPrefillFamily(), XmxDecodeFamily(), PrefillFamily(), DecodeFamily())
 }
 
 

@@ -54,11 +54,15 @@ PROBLEMS_B = (ProblemSpec("prefill", 64, "bf16", 2048, 2048),)
 # (bq, bk, stages, sg_q, fraction of the roofline reached); the first is the family default.
 CONFIG_GRID = ((64, 64, 1, 4, 0.30), (128, 64, 2, 8, 0.62), (128, 32, 2, 8, 0.48),
                (256, 64, 2, 8, 0.55), (64, 32, 3, 4, 0.41))
+# Grid entries stored as seeded baselines of a second family (every study spans both), by index.
+BASELINE_FAMILY = "sdpa_xmx_fwd_test"
+BASELINES = {2: "oneDNN default", 3: "seed 000 SageV1"}
 
 
-def launcher_config(head_dim: int, bq: int, bk: int, stages: int, sg_q: int) -> LauncherConfig:
+def launcher_config(head_dim: int, bq: int, bk: int, stages: int, sg_q: int, *,
+                    family: str = FAMILY) -> LauncherConfig:
     """A valid-looking config in the seed's vocabulary (BV = 64, so vtiles = D / 64)."""
-    return LauncherConfig(shape_qk=(bq, bk, 32), shape_pv=(bq, 64, bk),
+    return LauncherConfig(family=family, shape_qk=(bq, bk, 32), shape_pv=(bq, 64, bk),
                           shape_out=(bq, head_dim), subgroup_layout=(sg_q, 1), stages=stages,
                           subgroup_size=16, knobs=(("prefetch", True),))
 
@@ -116,11 +120,14 @@ def fill_database(path: str, *, with_failures: bool = True) -> FilledDb:
                 filled.study_ids.append(study.id)
                 optuna_study = optuna.create_study(study_name=name, storage=storage)
                 number = itertools.count()
-                for bq, bk, stages, sg_q, fraction in CONFIG_GRID:
-                    config = launcher_config(problem.head_dim, bq, bk, stages, sg_q)
+                for grid_index, (bq, bk, stages, sg_q, fraction) in enumerate(CONFIG_GRID):
+                    label = BASELINES.get(grid_index)
+                    config = launcher_config(problem.head_dim, bq, bk, stages, sg_q,
+                                             family=BASELINE_FAMILY if label else FAMILY)
                     result = ok_result(problem, config, fraction)
                     index = next(number)
-                    store.record_trial(study.id, result, number=index, is_default=index == 0)
+                    store.record_trial(study.id, result, number=index, is_default=index == 0,
+                                       baseline=label)
                     optuna_study.add_trial(optuna.trial.create_trial(
                         params={"bq": bq, "bk": bk, "stages": stages},
                         distributions={

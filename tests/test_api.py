@@ -9,9 +9,12 @@ from pathlib import Path
 
 import pytest
 from _api_fixtures import (
+    BASELINE_FAMILY,
+    BASELINES,
     CONFIG_GRID,
     DEVICE_A,
     DEVICE_B,
+    FAMILY,
     PROBLEMS_A,
     FilledDb,
     best_fraction,
@@ -79,12 +82,32 @@ def test_best_exact_returns_the_fastest_config_in_launcher_vocabulary(client: Te
     assert body["problem"] == ProblemSpec("prefill", 128, "fp16", 1024, 1024).to_dict()
     bq, bk, stages, sg_q, _ = max(CONFIG_GRID, key=lambda c: c[-1])
     assert body["config"] == launcher_config(128, bq, bk, stages, sg_q).to_dict()
-    assert set(body["config"]) == {"shape_qk", "shape_pv", "shape_out", "subgroup_layout",
-                                   "stages", "vtiles", "subgroup_size", "knobs"}
+    assert set(body["config"]) == {"family", "shape_qk", "shape_pv", "shape_out",
+                                   "subgroup_layout", "stages", "vtiles", "subgroup_size",
+                                   "knobs"}
+    assert body["family"] == body["config"]["family"] == FAMILY and body["baseline"] is None
     assert body["roofline_fraction"] == pytest.approx(best_fraction(), rel=1e-9)
     assert body["speedup"] == pytest.approx(best_fraction() / CONFIG_GRID[0][-1], rel=1e-9)
     assert body["device"] == DEVICE_A.name
     assert body["median_s"] > 0 and body["tflops"] > 0
+
+
+def test_best_shows_the_seeded_baselines_beside_the_tuned_best(client: TestClient):
+    body = _best(client, head_dim=128, dtype="fp16", seq=1024, device=DEVICE_A.name).json()
+    labels = sorted(BASELINES.values())
+    assert [b["label"] for b in body["baselines"]] == labels
+    for baseline in body["baselines"]:
+        index = next(i for i, label in BASELINES.items() if label == baseline["label"])
+        bq, bk, stages, sg_q, fraction = CONFIG_GRID[index]
+        config = launcher_config(128, bq, bk, stages, sg_q, family=BASELINE_FAMILY)
+        assert baseline["family"] == BASELINE_FAMILY and baseline["status"] == "ok"
+        assert baseline["config"] == config.to_dict()
+        assert baseline["config_hash"] == config.config_hash()
+        assert baseline["speedup"] == pytest.approx(best_fraction() / fraction, rel=1e-9)
+        assert baseline["median_s"] == pytest.approx(body["median_s"] * baseline["speedup"])
+    [listed] = [c for c in load_json(client.get("/v1/configs").text)
+                if c.trial_id == body["trial_id"]]
+    assert [b.label for b in listed.baselines] == labels
 
 
 def test_best_without_device_uses_the_only_device_with_that_key(client: TestClient):
@@ -376,6 +399,7 @@ def test_post_stores_once_and_is_idempotent(empty_db: str):
     ({"timing": None}, "an OK trial needs timing"),
     ({"build_s": -1}, "body field build_s"),
     ({"device": {"name": ""}}, "body field device"),
+    ({"baseline": "x" * 65}, "body field baseline"),
 ])
 def test_post_422_names_what_is_inconsistent(empty_db: str, change: dict, named: str):
     auth = {"Authorization": f"Bearer {TOKEN}"}

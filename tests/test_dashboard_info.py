@@ -10,8 +10,11 @@ from pathlib import Path
 import optuna
 import pytest
 from _api_fixtures import (
+    BASELINE_FAMILY,
+    BASELINES,
     CONFIG_GRID,
     DEVICE_A,
+    FAMILY,
     PEAKS,
     PROBLEMS_A,
     FilledDb,
@@ -25,6 +28,7 @@ from xe2tune.dashboards import ImportanceSource, collect_dashboard_info
 from xe2tune.dashboards._best_table import _get_best_table_info
 from xe2tune.dashboards._convergence import _get_convergence_info
 from xe2tune.dashboards._importance import _get_importance_info
+from xe2tune.dashboards._page import _table_row
 from xe2tune.dashboards._roofline import _get_roofline_info
 from xe2tune.db import DeviceRecord, ResultStore, open_store
 
@@ -95,6 +99,11 @@ def test_roofline_hover_shows_the_config(store: ResultStore):
                               store.best_per_problem())
     hover = info.series[0].hover[0]
     assert "QK " in hover and "PV " in hover and "stages" in hover and "TFLOP/s" in hover
+    assert hover.startswith(f"{FAMILY} QK ") and "baseline" not in hover
+    seeded = [h for h in info.series[0].hover if "baseline" in h]
+    assert len(seeded) == len(BASELINES)
+    assert all(h.startswith(f"{BASELINE_FAMILY} QK ") for h in seeded)
+    assert sorted(h.rsplit("baseline ", 1)[1] for h in seeded) == sorted(BASELINES.values())
 
 
 def test_roofline_without_device_peaks_uses_the_recorded_ones(store: ResultStore):
@@ -137,6 +146,26 @@ def test_best_table_rows_and_filters(store: ResultStore):
     assert row.speedup == pytest.approx(best_fraction() / CONFIG_GRID[0][-1])
     assert row.time_ms == pytest.approx(best[0].median_s * 1e3)
     assert row.config.startswith("QK 128x64x32")
+    assert (row.family, row.baseline) == (FAMILY, None)
+
+
+def test_best_table_shows_each_baseline_beside_the_best(store: ResultStore):
+    info = _get_best_table_info(store.best_per_problem())
+    assert info.baseline_labels == tuple(sorted(BASELINES.values()))
+    for row in info.rows:
+        assert [c.label for c in row.baselines] == list(info.baseline_labels)
+        for cell in row.baselines:
+            fraction = CONFIG_GRID[next(i for i, label in BASELINES.items()
+                                        if label == cell.label)][-1]
+            assert (cell.family, cell.status) == (BASELINE_FAMILY, "ok")
+            assert cell.speedup == pytest.approx(best_fraction() / fraction)
+            assert cell.time_ms == pytest.approx(row.time_ms * cell.speedup)
+            assert cell.config.startswith("QK ")
+    flat = _table_row(info.rows[0])
+    assert "baselines" not in flat and flat["time_ms"] == info.rows[0].time_ms
+    for cell in info.rows[0].baselines:
+        assert flat[f"baseline_ms:{cell.label}"] == cell.time_ms
+        assert flat[f"baseline_speedup:{cell.label}"] == cell.speedup
 
 
 def test_convergence_tracks_the_best_so_far(store: ResultStore, filled: FilledDb):

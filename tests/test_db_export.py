@@ -4,6 +4,7 @@ the same config as ResultStore.best for every query, exact, nearest or ambiguous
 from __future__ import annotations
 
 import itertools
+import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -32,11 +33,17 @@ def store(tmp_path: Path) -> ResultStore:
     for kv_len in (1024, 32768):
         decode = ProblemSpec(mode="decode", head_dim=128, dtype="fp16", q_len=1, kv_len=kv_len,
                              heads_q=32, heads_kv=8)
-        tune(store, decode, [ok_result(launcher_config(16, 64), 1e-4)], family="sdpa_decode")
+        tune(store, decode, [ok_result(launcher_config(16, 64, family="sdpa_decode"), 1e-4)],
+             family="sdpa_decode")
     tune(store, prefill(1024, heads_q=32, heads_kv=8), [ok_result(launcher_config(32), 1e-3)])
     tune(store, prefill(1024, head_dim=64), [ok_result(launcher_config(64, head_dim=64), 1e-3)],
          device=OTHER_DEVICE)
     tune(store, prefill(512, head_dim=64), [ok_result(launcher_config(128, head_dim=64), 1e-3)])
+    tune(store, prefill(1024, heads_q=16, heads_kv=16), [
+        ok_result(launcher_config(256, family="sdpa_xmx_prefill", grf=256), 2e-3),
+        ok_result(launcher_config(64), 3e-3),
+        ok_result(launcher_config(128, family="sdpa_xmx_prefill", grf=128), 1e-3)],
+        family="sdpa_prefill+sdpa_xmx_prefill", baselines={0: "seed 000 SageV1"})
     yield store
     store.close()
 
@@ -46,7 +53,7 @@ QUERIES = [
               heads_kv=heads_kv)
     for seq in (1, 512, 700, 1024, 1500, 2048, 4096, 5000, 8192, 100000)
     for causal in (False, True)
-    for heads_q, heads_kv in ((None, None), (32, 8), (8, 8))
+    for heads_q, heads_kv in ((None, None), (32, 8), (8, 8), (16, 16))
 ] + [
     BestQuery(head_dim=128, dtype="bf16", seq=3000, batch=2),
     BestQuery(head_dim=128, dtype="bf16", seq=3000, q_len=1000),
@@ -67,7 +74,8 @@ def _expected(store: ResultStore, query: BestQuery) -> str:
         return "ambiguous_device"
     if best is None:
         return "none"
-    return f"{best.match} {best.config_hash} {best.problem.kv_len} {best.problem.q_len}"
+    return (f"{best.match} {best.config_hash} {best.problem.kv_len} {best.problem.q_len} "
+            f"{best.family}")
 
 
 def _cpp_query(query: BestQuery) -> str:
@@ -80,6 +88,7 @@ def _cpp_query(query: BestQuery) -> str:
 MAIN = r"""
 #include "best_configs.hpp"
 #include <cstdio>
+#include <cstring>
 using namespace xe2tune::tuned;
 static const Query kQueries[] = {%s};
 static const char* kMatch[] = {"none", "exact", "nearest", "ambiguous_device"};
@@ -91,8 +100,9 @@ int main() {
     const Entry* e = nullptr;
     for (const Entry& x : kEntries) if (&x.config == c) e = &x;
     if (c->vtiles.value * c->shape_pv.bv != c->shape_out.dv) return 3;
-    std::printf("%%s %%s %%d %%d\n", kMatch[int(match)], c->config_hash, e->problem.kv_len,
-                e->problem.q_len);
+    if (std::strcmp(kFamilyNames[int(c->family_id)], c->family) != 0) return 5;
+    std::printf("%%s %%s %%d %%d %%s\n", kMatch[int(match)], c->config_hash, e->problem.kv_len,
+                e->problem.q_len, c->family);
   }
   return kNumEntries > 0 ? 0 : 4;
 }
@@ -113,6 +123,24 @@ def test_cpp_header_compiles_and_dispatches_like_best(store: ResultStore,
     assert run.stdout.splitlines() == expected
     assert {line.split()[0] for line in expected} == {"exact", "nearest", "none",
                                                       "ambiguous_device"}
+    assert {line.split()[-1] for line in expected if line.startswith(("exact", "nearest"))} == {
+        "sdpa_prefill", "sdpa_decode", "sdpa_xmx_prefill"}
+
+
+def test_cpp_header_names_each_entrys_family_for_the_launcher_to_switch_on(
+        store: ResultStore) -> None:
+    best = store.best_per_problem()
+    header = export_cpp(best)
+    enum = next(line for line in header.splitlines() if line.startswith("enum class Family"))
+    assert "sdpa_decode = 0" in enum and "sdpa_xmx_prefill" in enum
+    assert "sdpa_prefill" in enum  # registered families are listed even when untuned
+    xmx = next(b for b in best if b.family == "sdpa_xmx_prefill")
+    assert xmx.baseline is None and [b.label for b in xmx.baselines] == ["seed 000 SageV1"]
+    entry = next(line for line in header.splitlines() if xmx.config_hash in line)
+    assert entry.lstrip().startswith("{Family::sdpa_xmx_prefill, ShapeQK{128, 64, 32}")
+    assert '"sdpa_xmx_prefill", ' + c_string(xmx.config_hash) in entry
+    odd = xmx.model_copy(update={"family": "vendor-x"})
+    assert "family_" in export_cpp([odd]) and '"vendor-x"' in export_cpp([odd])
 
 
 @pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
@@ -140,6 +168,19 @@ def test_json_export_round_trips(store: ResultStore) -> None:
     assert loaded == listing
     assert all(result.launcher_config().config_hash() == result.config_hash
                for result in loaded)
+    assert all(r.config["family"] == r.family for r in loaded)
+    assert any(r.baselines for r in loaded)
+
+
+def test_json_version_1_reads_with_the_family_and_the_new_hash(store: ResultStore) -> None:
+    document = json.loads(export_json(store.best_per_problem()))
+    for entry in document["configs"]:  # what version 1 wrote: no family in the config
+        del entry["config"]["family"], entry["baselines"], entry["baseline"]
+        entry["config_hash"] = "0123456789abcdef"
+    document["version"] = 1
+    loaded = load_json(json.dumps(document))
+    assert [(r.config_hash, r.config) for r in loaded] == [
+        (r.config_hash, r.config) for r in store.best_per_problem()]
 
 
 @pytest.mark.parametrize(("text", "message"), [

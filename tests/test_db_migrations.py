@@ -3,6 +3,8 @@ optuna's tables (with optuna's own alembic_version) are never touched."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import sqlite3
 from pathlib import Path
 
@@ -28,6 +30,7 @@ def db_path(tmp_path: Path) -> Path:
 def _insert_at_first_revision(path: Path) -> None:
     """Rows as revision 0001 stored them, written with plain SQL (no models of that era)."""
     config = launcher_config()
+    old_form = {k: v for k, v in config.to_dict().items() if k != "family"}  # 0001's to_dict
     problem = prefill(1024)
     db = sqlite3.connect(path)
     db.execute(
@@ -45,7 +48,8 @@ def _insert_at_first_revision(path: Path) -> None:
     db.execute("INSERT INTO xe2t_trials (id, study_id, number, config, config_hash, status, "
                "is_default, origin, build_s, verify_s, bench_s, error, created_at) VALUES "
                "(1, 1, 0, ?, ?, 'ok', 1, 'local', 1.0, 0.1, 0.2, NULL, '2026-01-01 00:00:00')",
-               (str(config).replace("'", '"'), config.config_hash()))
+               (json.dumps(old_form), hashlib.sha256(json.dumps(
+                   old_form, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:16]))
     db.execute("INSERT INTO xe2t_measurements (trial_id, median_s, iterations, samples, "
                "passed) VALUES (1, 0.002, 3, '[0.002, 0.002, 0.002]', 1)")
     db.commit()

@@ -35,6 +35,7 @@ methodology of Willemsen et al. (``methodology_score``: 0 = random search, 1 = o
 from __future__ import annotations
 
 from xe2tune.tuner._budget import TuneBudget
+from xe2tune.tuner._confirm import ConfirmSettings
 from xe2tune.tuner._evaluate import (
     FRACTIONS,
     SeedResult,
@@ -62,17 +63,25 @@ from xe2tune.tuner._score import (
 from xe2tune.tuner._search import SearchPlan, run_search
 from xe2tune.tuner._space import EmptySpaceError, FiniteSpace
 from xe2tune.tuner._study import Outcome, StudyProgress
-from xe2tune.tuner._trial_runner import InProcessTrialRunner, TrialRunner
+from xe2tune.tuner._trial_runner import (
+    InProcessTrialRunner,
+    PhaseMark,
+    SupervisedTrialRunner,
+    TrialRunner,
+)
 
 __all__ = [
     "DEFAULT_SAMPLER",
     "FRACTIONS",
     "SAMPLER_NAMES",
+    "ConfirmSettings",
     "EmptySpaceError",
     "FiniteSpace",
     "FiniteSpaceSampler",
     "History",
     "InProcessTrialRunner",
+    "PhaseMark",
+    "SupervisedTrialRunner",
     "NotARecordingError",
     "Outcome",
     "ProblemOverrides",

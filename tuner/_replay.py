@@ -14,6 +14,8 @@ from __future__ import annotations
 import gzip
 import json
 import math
+import zlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,9 +27,15 @@ from xe2tune.errors import Xe2TuneError
 from xe2tune.tuner._samplers import make_sampler
 from xe2tune.tuner._space import EmptySpaceError, FiniteSpace
 
-__all__ = ["NotARecordingError", "Recording", "ReplayRun", "load_recording", "replay"]
+__all__ = [
+    "DEFAULT_MAX_BYTES", "NotARecordingError", "Recording", "ReplayRun", "load_recording",
+    "replay",
+]
 
 _T4_FAILED = {"timeout", "compile", "runtime", "correctness"}
+# The largest recorded spaces at hand hold 11 MiB of JSON; a file past this cap (a gzip bomb
+# expands 1000x) is refused before it is decompressed further, with memory bounded by the cap.
+DEFAULT_MAX_BYTES = 256 << 20
 
 
 class NotARecordingError(Xe2TuneError):
@@ -92,15 +100,19 @@ class ReplayRun:
         return np.where(np.isinf(best), fallback, best)
 
 
-def load_recording(path: str | Path) -> Recording:
+def load_recording(path: str | Path, *, max_bytes: int | None = None) -> Recording:
     """Load a Kernel Tuner cache file (``.json`` or ``.json.gz``) or a T4 results file.
 
+    ``max_bytes`` (default ``DEFAULT_MAX_BYTES``) caps the JSON text, after decompression:
+    reading stops there.
+
     Raises:
-        NotARecordingError: the file is missing or unreadable, is not JSON, or has neither the
-            cache keys (``tune_params_keys``, ``tune_params``, ``cache``) nor T4 ``results``.
+        NotARecordingError: the file is missing or unreadable, holds more than ``max_bytes`` of
+            JSON, is not JSON, or has neither the cache keys (``tune_params_keys``,
+            ``tune_params``, ``cache``) nor T4 ``results``.
     """
     path = Path(path)
-    data = _read_json(path)
+    data = _read_json(path, DEFAULT_MAX_BYTES if max_bytes is None else max_bytes)
     try:
         if isinstance(data, dict) and {"tune_params_keys", "tune_params", "cache"} <= data.keys():
             return _from_cache(path, data)
@@ -115,12 +127,14 @@ def load_recording(path: str | Path) -> Recording:
 
 
 def replay(
-    recording: Recording, sampler: str, *, budget: int, seed: int, noise: bool = False
+    recording: Recording, sampler: str, *, budget: int, seed: int, noise: bool = False,
+    progress: Callable[[], None] | None = None,
 ) -> ReplayRun:
     """Run ``sampler`` for ``budget`` trials through optuna's ask/tell, answered by the recording.
 
     Failed configs are told as ``TrialState.FAIL``. The study is in memory: replays are cheap
-    and nothing of them is worth keeping.
+    and nothing of them is worth keeping. ``progress`` is called after each trial (model-based
+    samplers slow down as trials accumulate: a whole space can take hours).
 
     Raises:
         ValueError: ``budget`` is not in 1..len(space).
@@ -145,19 +159,31 @@ def replay(
             study.tell(trial, state=optuna.trial.TrialState.FAIL)
         else:
             study.tell(trial, value)
+        if progress is not None:
+            progress()
     return ReplayRun(sampler=sampler, seed=seed, indices=indices, means=recording.times[indices])
 
 
-def _read_json(path: Path) -> Any:
+def _read_json(path: Path, max_bytes: int) -> Any:
     try:
-        raw = path.read_bytes()
+        handle = path.open("rb")
     except OSError as exc:
         raise NotARecordingError(f"cannot read {path}: {exc.strerror or exc}") from None
     try:
-        if raw[:2] == b"\x1f\x8b":
-            raw = gzip.decompress(raw)
+        with handle:
+            gzipped = handle.read(2) == b"\x1f\x8b"
+            handle.seek(0)
+            stream = gzip.GzipFile(fileobj=handle) if gzipped else handle
+            raw = stream.read(max_bytes + 1)  # decompresses no further than that
+        if len(raw) > max_bytes:
+            raise NotARecordingError(
+                f"{path} holds more than {max_bytes} bytes of JSON"
+                + (" once decompressed" if gzipped else "")
+                + f"; accepted: at most {max_bytes} (XE2TUNE_REPLAY_MAX_BYTES sets the cap)"
+            )
         return json.loads(raw)
-    except (OSError, EOFError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (OSError, EOFError, zlib.error, UnicodeDecodeError, RecursionError,
+            json.JSONDecodeError) as exc:
         raise NotARecordingError(f"{path} is not a JSON (or gzipped JSON) file: {exc}") from None
 
 

@@ -1,25 +1,39 @@
-"""One problem's study: ask -> build config -> measure -> store -> tell, under a budget."""
+"""One problem's study: ask -> reserve -> measure -> store -> tell, under a budget, then confirm.
+
+Several searches may run the same study at once (same database): each config is reserved
+before it is measured, so none is measured twice. A stop, a signal or a crash never turns an
+asked config into a failed one: untold trials go back to the queue, and trials left RUNNING by a
+killed search are requeued by the next one (see ``_trials.py`` and ``_lease.py``).
+"""
 
 from __future__ import annotations
 
 import math
 import time
+import warnings
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import optuna
 from optuna.trial import TrialState
 
-from xe2tune.db import BestQuery, ResultStore, TrialRow
+from xe2tune.db import BestQuery, ConfirmationRecord, ResultStore, TrialRow
+from xe2tune.errors import InvalidConfig, TrialAbandoned
 from xe2tune.harness import TrialResult, TrialStatus
 from xe2tune.harness._runner import MeasureRequest
 from xe2tune.kernels import DeviceCaps, KernelFamily, LauncherConfig, ProblemSpec
 from xe2tune.tuner._budget import TuneBudget
+from xe2tune.tuner._confirm import ConfirmSettings, confirm
+from xe2tune.tuner._finite_sampler import SpaceExhaustedError
+from xe2tune.tuner._lease import SearchLease
 from xe2tune.tuner._samplers import make_sampler
 from xe2tune.tuner._space import FiniteSpace
 from xe2tune.tuner._trial_runner import TrialRunner
+from xe2tune.tuner._trials import TrialBook
 
 optuna.logging.set_verbosity(optuna.logging.WARNING)
+
+POLL_S = 0.5  # how often a search waiting on a config another search measures looks again
 
 
 @dataclass(frozen=True)
@@ -48,9 +62,12 @@ class StudyProgress:
     reused: int = 0
     measured: int = 0
     failed: int = 0
+    requeued: int = 0  # trials of killed searches put back in the queue at the start
     build_s: float = 0.0
     verify_s: float = 0.0
     bench_s: float = 0.0
+    confirmation: ConfirmationRecord | None = None
+    skipped: str | None = None  # why the problem was not searched at all
     started: float = field(default_factory=time.perf_counter)
 
 
@@ -97,6 +114,24 @@ class Outcome:
             roofline_fraction=m.roofline_fraction if m else None, error=row.error,
         )
 
+    def timed_at(self, median_s: float) -> Outcome:
+        """The same config re-timed at ``median_s``: rates scale with the time."""
+        scale = self.median_s / median_s if self.median_s else 1.0
+        return replace(
+            self, median_s=median_s,
+            tflops=None if self.tflops is None else self.tflops * scale,
+            roofline_fraction=(None if self.roofline_fraction is None
+                               else self.roofline_fraction * scale))
+
+
+@dataclass
+class _Asked:
+    """A trial asked and not yet told; ``holder`` is another search measuring its config."""
+
+    trial: optuna.trial.Trial
+    config: LauncherConfig
+    holder: str | None
+
 
 def build_space(family: KernelFamily, problem: ProblemSpec, caps: DeviceCaps) -> FiniteSpace:
     """The family's valid configs for this problem and device, as a FiniteSpace.
@@ -115,7 +150,7 @@ def study_name(ids: StudyIds, family: KernelFamily, problem: ProblemSpec) -> str
 
 
 class StudyRun:
-    """Runs one study to its budget; safe to stop between trials (``stop`` flag)."""
+    """Runs one study to its budget under a lease; safe to stop at any time."""
 
     def __init__(
         self,
@@ -128,11 +163,14 @@ class StudyRun:
         ids: StudyIds,
         sampler: str,
         seed: int | None,
+        lease: SearchLease,
     ) -> None:
         self.store, self.runner, self.family, self.problem, self.caps = (
             store, runner, family, problem, caps)
         self.space = build_space(family, problem, caps)
         self.default = family.default_config(problem, caps)
+        self.baselines = {b.config.config_hash(): b for b in family.baselines(problem, caps)
+                          if family.invalid_reason(b.config, problem, caps) is None}
         problem_id = store.upsert_problem(problem)
         name = study_name(ids, family, problem)
         self.record = store.get_or_create_study(
@@ -147,16 +185,49 @@ class StudyRun:
             sampler=make_sampler(sampler, self.space, seed),
         )
         self.ids = ids
+        self.lease = lease
+        self.book = TrialBook(self.study, storage, lease)
+        self._asked: dict[int, _Asked] = {}
         self._enqueue_warm_start()
 
+    # -- warm start -------------------------------------------------------------------------
+
     def _enqueue_warm_start(self) -> None:
-        # The default first (so the result is never worse than it), then the best configs of
-        # neighbouring problems already tuned on this device (so later studies start warm).
-        starts = [self.default, *self._neighbour_bests()]
-        for config in starts:
-            if self.family.invalid_reason(config, self.problem, self.caps) is None:
-                self.study.enqueue_trial(self.family.params_from_config(config),
-                                         skip_if_exists=True)
+        # The seeded baselines first (a tuned result is always shown against them), then the
+        # default (so the result is never worse than it), then the best configs of neighbouring
+        # problems already tuned on this device (so later studies start warm).
+        starts = [(f"baseline {b.label!r}", b.config) for b in self.baselines.values()]
+        starts += [("default", self.default)]
+        starts += [("neighbouring problem's best", c) for c in self._neighbour_bests()]
+        for origin, config in starts:
+            params = self._params_in_space(origin, config)
+            if params is not None:
+                self.study.enqueue_trial(params, skip_if_exists=True)
+
+    def _params_in_space(self, origin: str, config: LauncherConfig) -> dict | None:
+        """The config's params when it is a valid point of this study's space, else None.
+
+        Stored and posted configs may be invalid here or lie outside the grid (a tile of 4096
+        sent to the API): optuna would reject them at ``ask``, failing every study that starts
+        from them. They are skipped with a one-line warning naming why.
+        """
+        reason = self.family.invalid_reason(config, self.problem, self.caps)
+        if reason is None:
+            try:
+                params = self.family.params_from_config(config)
+            except InvalidConfig as exc:
+                reason = str(exc)
+            else:
+                if self.space.index(params) is not None:
+                    return params
+                values = self.space.values
+                outside = [f"{k}={v!r}" for k, v in params.items()
+                           if v not in values.get(k, ())]
+                reason = (f"{', '.join(outside)} not among the space's values" if outside
+                          else "not a config of the search space")
+        warnings.warn(f"warm start of {self.problem.key()}: skipped the {origin} config "
+                      f"{config.config_hash()} ({reason})", stacklevel=2)
+        return None
 
     def _neighbour_bests(self) -> list[LauncherConfig]:
         p = self.problem
@@ -167,86 +238,168 @@ class StudyRun:
             return []
         try:
             return [LauncherConfig.from_dict(found.config)]
-        except ValueError:
+        except (InvalidConfig, ValueError, TypeError) as exc:
+            warnings.warn(f"warm start of {p.key()}: skipped the stored best config "
+                          f"{found.config_hash} of a neighbouring problem ({exc})", stacklevel=2)
             return []
 
-    def _already_measured(self) -> int:
-        return sum(1 for t in self.study.get_trials(deepcopy=False)
-                   if t.state in (TrialState.COMPLETE, TrialState.FAIL))
+    # -- asking, reserving, telling ---------------------------------------------------------
 
-    def _ask(self) -> tuple[optuna.trial.Trial, LauncherConfig] | None:
-        if self._already_measured() + self._open_trials() >= len(self.space):
+    def _config_hash(self, params: dict) -> str | None:
+        if self.space.index(params) is None:
             return None
-        trial = self.study.ask(self.space.distributions())
-        return trial, self.family.config_from_params(self.problem, trial.params)
+        return self.family.config_from_params(self.problem, params).config_hash()
 
-    def _open_trials(self) -> int:
-        return sum(1 for t in self.study.get_trials(deepcopy=False)
-                   if t.state is TrialState.RUNNING)
+    def _ask(self) -> _Asked | None:
+        """Ask the next trial and reserve its config; None when the space is used up."""
+        trials = self.study.get_trials(deepcopy=False)
+        taken = {self.space.index(t.params) for t in trials} - {None}
+        waiting = any(t.state is TrialState.WAITING for t in trials)
+        if len(taken) >= len(self.space) and not waiting:
+            return None
+        try:
+            trial = self.book.ask(self.space.distributions())
+        except SpaceExhaustedError:  # another search took the last configs meanwhile
+            return None
+        config = self.family.config_from_params(self.problem, trial.params)
+        holder = self.store.reserve_config(self.record.id, config.config_hash(),
+                                           owner=self.lease.owner, trial_number=trial.number)
+        asked = _Asked(trial, config, holder)
+        self._asked[trial.number] = asked
+        return asked
 
-    def _outcome_for(self, config: LauncherConfig, number: int,
-                     progress: StudyProgress) -> Outcome:
+    def _await_config(self, asked: _Asked, should_stop: Callable[[], bool]) -> None:
+        """Return once this search holds the config, or another search has stored it.
+
+        Raises:
+            TrialAbandoned: a stop was requested while waiting.
+        """
+        digest = asked.config.config_hash()
+        while asked.holder is not None:
+            if self.store.find_trial(self.record.id, digest) is not None:
+                return
+            if should_stop():
+                raise TrialAbandoned("stopped while another search measured the config")
+            time.sleep(POLL_S)
+            self.lease.live_owners()  # releases a holder that died, so the config frees up
+            asked.holder = self.store.reserve_config(
+                self.record.id, digest, owner=self.lease.owner, trial_number=asked.trial.number)
+
+    def _outcome_for(self, asked: _Asked, progress: StudyProgress,
+                     should_stop: Callable[[], bool]) -> Outcome:
+        self._await_config(asked, should_stop)
+        config = asked.config
         stored = self.store.find_trial(self.record.id, config.config_hash())
         if stored is not None:
             progress.reused += 1
             return Outcome.from_row(stored)
         result = self.runner.measure(MeasureRequest(self.family, self.problem, config))
-        self.store.record_trial(self.record.id, result, number=number,
-                                is_default=config == self.default)
+        baseline = self.baselines.get(result.config_hash)
+        self.store.record_trial(self.record.id, result, number=asked.trial.number,
+                                is_default=config == self.default,
+                                baseline=baseline.label if baseline else None)
         progress.measured += 1
         return Outcome.from_result(result)
 
+    def _tell(self, asked: _Asked, result: Outcome) -> None:
+        trial = asked.trial
+        trial.set_user_attr("config_hash", result.config_hash)
+        trial.set_user_attr("status", result.status.value)
+        ok = result.status is TrialStatus.OK and math.isfinite(result.objective)
+        if not ok:
+            trial.set_user_attr("error", (result.error or "")[:500])
+        self.book.tell(trial, result.objective if ok else None)
+        self._release(asked)
+
+    def _release(self, asked: _Asked) -> None:
+        self._asked.pop(asked.trial.number, None)
+        if asked.holder is None:
+            self.store.release_config(self.record.id, asked.config.config_hash(),
+                                      owner=self.lease.owner)
+
+    def _requeue_untold(self) -> None:
+        """Every asked, untold trial back to the queue: its config stays untried, not failed."""
+        for asked in list(self._asked.values()):
+            self.book.requeue(asked.trial.number)
+            self._release(asked)
+
+    # -- the loop ---------------------------------------------------------------------------
+
     def run(self, budget: TuneBudget, deadline: float | None, observe: Observer,
-            should_stop: Callable[[], bool]) -> StudyProgress:
-        """Run up to ``budget.trials`` trials; returns the final progress record."""
+            should_stop: Callable[[], bool], confirm_with: ConfirmSettings) -> StudyProgress:
+        """Run up to ``budget.trials`` trials, then confirm the best; the final progress.
+
+        A stop request (``should_stop``, or the runner's ``abandon``) ends the study without a
+        confirmation round; the trial in flight and the one asked next go back to the queue.
+
+        Raises:
+            WorkerError: the runner failed.
+            StoreError: the database failed.
+        """
         progress = StudyProgress(
             problem=self.problem, space_size=len(self.space),
             cartesian_size=self.space.cartesian_size, trial_index=0,
             trials_budget=budget.trials,
         )
         self._absorb_stored_best(progress)
+        progress.requeued = self.book.recover(self.store, self.record.id, self._config_hash)
         observe(progress)
+        try:
+            self._loop(progress, budget, deadline, observe, should_stop)
+            self._requeue_untold()
+            if not should_stop():
+                progress.phase = "confirming"
+                observe(progress)
+                self._confirm(progress, confirm_with)
+        except TrialAbandoned:
+            progress.phase = "stopped"
+        finally:
+            self._requeue_untold()
+        progress.phase = "done"
+        observe(progress)
+        return progress
+
+    def _loop(self, progress: StudyProgress, budget: TuneBudget, deadline: float | None,
+              observe: Observer, should_stop: Callable[[], bool]) -> None:
         since_best = 0
         current = self._ask()
         while current is not None and progress.trial_index < budget.trials:
-            trial, config = current
             progress.trial_index += 1
-            progress.config, progress.phase = config.to_dict(), "measuring"
+            progress.config, progress.phase = current.config.to_dict(), "measuring"
             observe(progress)
             more = progress.trial_index < budget.trials and not should_stop()
             upcoming = self._ask() if more else None
             if upcoming is not None:
-                self.runner.prebuild(MeasureRequest(self.family, self.problem, upcoming[1]))
-            result = self._outcome_for(config, trial.number, progress)
-            self._tell(trial, result)
+                self.runner.prebuild(MeasureRequest(self.family, self.problem, upcoming.config))
+            result = self._outcome_for(current, progress, should_stop)
+            self._tell(current, result)
             progress.build_s += result.build_s
             progress.verify_s += result.verify_s
             progress.bench_s += result.bench_s
-            improved = self._update_best(progress, result, config)
+            improved = self._update_best(progress, result, current.config)
             since_best = 0 if improved else since_best + 1
             progress.phase = "measured"
             observe(progress)
             out_of_time = deadline is not None and time.perf_counter() >= deadline
             patience_out = budget.patience is not None and since_best >= budget.patience
             if should_stop() or out_of_time or patience_out:
-                if upcoming is not None:
-                    # Asked but never measured: fail it in optuna so the study stays
-                    # consistent; nothing about it is written to the results store.
-                    self.study.tell(upcoming[0], state=TrialState.FAIL)
-                break
+                return
             current = upcoming
-        progress.phase = "done"
-        observe(progress)
-        return progress
 
-    def _tell(self, trial: optuna.trial.Trial, result: Outcome) -> None:
-        trial.set_user_attr("config_hash", result.config_hash)
-        trial.set_user_attr("status", result.status.value)
-        if result.status is TrialStatus.OK and math.isfinite(result.objective):
-            self.study.tell(trial, result.objective)
-        else:
-            trial.set_user_attr("error", (result.error or "")[:500])
-            self.study.tell(trial, state=TrialState.FAIL)
+    def _confirm(self, progress: StudyProgress, settings: ConfirmSettings) -> None:
+        record = confirm(
+            self.store, self.runner, MeasureRequest(self.family, self.problem, self.default),
+            study_id=self.record.id, caps=self.caps, settings=settings,
+            baselines={h: b.label for h, b in self.baselines.items()})
+        if record is None:
+            return
+        progress.confirmation = record
+        rows = {row.id: row for row in self.store.trials(self.record.id)}
+        best = record.best
+        progress.best = Outcome.from_row(rows[best.trial_id]).timed_at(best.median_s)
+        default = record.default
+        progress.default = (None if default is None or default.median_s is None else
+                            Outcome.from_row(rows[default.trial_id]).timed_at(default.median_s))
 
     def _update_best(self, progress: StudyProgress, result: Outcome,
                      config: LauncherConfig) -> bool:
@@ -262,7 +415,9 @@ class StudyRun:
 
     def _absorb_stored_best(self, progress: StudyProgress) -> None:
         for row in self.store.trials(self.record.id):
-            self._update_best(progress, Outcome.from_row(row),
-                              LauncherConfig.from_dict(row.config))
+            try:
+                config = LauncherConfig.from_dict(row.config)
+            except InvalidConfig:
+                continue  # a stored config this xe2tune cannot read is never the default
+            self._update_best(progress, Outcome.from_row(row), config)
         progress.failed = 0
-

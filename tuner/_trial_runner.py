@@ -1,28 +1,41 @@
 """The TrialRunner protocol: where configs get built and measured.
 
-The search loop only talks to this interface, so builds and measurements can move into a
-supervised worker process (a config can hang or crash the device runtime) without touching it.
+The search loop only talks to this interface. :class:`SupervisedTrialRunner` builds and measures
+in a worker process per device, each step under a time limit, so a config that hangs or crashes
+the device runtime fails alone; :class:`InProcessTrialRunner` measures in this process.
 """
 
 from __future__ import annotations
 
+import time
+import warnings
+from collections import deque
+from collections.abc import Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Protocol
+from dataclasses import dataclass
+from typing import Any, Protocol
 
-from xe2tune.harness import TrialResult
+from xe2tune.errors import TrialAbandoned, WorkerError
+from xe2tune.harness import TrialResult, TrialStatus
+from xe2tune.harness._limits import TrialLimits
 from xe2tune.harness._runner import ConfigRunner, MeasureRequest
+from xe2tune.harness._supervisor import WorkerGone, WorkerProcess
+from xe2tune.harness._worker import WorkerSpec, overlaps_builds
+from xe2tune.kernels import ProblemSpec
 
 
 class TrialRunner(Protocol):
     """Builds and measures configs for the search loop.
 
     ``prebuild`` is called for the next candidate right before ``measure`` of the current one,
-    so a runner can compile the next while the device measures the current. Both are called
-    from the search thread only; the returned TrialResult is owned by the caller.
+    so a runner can compile the next while the device measures the current (only where the
+    device is not the host's CPU). ``prebuild``, ``measure``, ``compare`` and ``close`` are
+    called from the search thread only; ``abandon`` may also be called from a signal handler or
+    another thread. Returned TrialResults are owned by the caller.
     """
 
     def prebuild(self, request: MeasureRequest) -> None:
-        """Start compiling ``request``'s config in the background; never raises for the config.
+        """Start compiling ``request``'s config in the background, or do nothing.
 
         Raises:
             Nothing: build failures surface from ``measure``.
@@ -33,13 +46,34 @@ class TrialRunner(Protocol):
         """Validate, build (or pick up the prebuilt program), verify and time one config.
 
         Raises:
-            Nothing for failures of the config (they are the result's status); device or
-            runtime failures propagate.
+            TrialAbandoned: if :meth:`abandon` was called meanwhile (record nothing).
+            WorkerError: if the runner's process failed in a way no config explains.
+            Nothing else for failures of the config (they are the result's status).
+        """
+        ...
+
+    def compare(self, requests: Sequence[MeasureRequest], rounds: int) -> list[TrialResult]:
+        """Build and verify each config once, then time them side by side in ``rounds``
+        alternating rounds in one process; one result per request, in order, each OK timing
+        pooling all its rounds' samples (per-round medians in ``extra["compare"]``).
+
+        Raises:
+            ValueError: if ``rounds`` < 1.
+            TrialAbandoned, WorkerError: as :meth:`measure`.
+        """
+        ...
+
+    def abandon(self) -> None:
+        """Stop the ``measure``/``compare`` in progress as soon as possible and make it raise
+        TrialAbandoned; safe from a signal handler or another thread.
+
+        Raises:
+            Nothing.
         """
         ...
 
     def close(self) -> None:
-        """Finish background work and release resources.
+        """Finish or stop background work and release resources.
 
         Raises:
             Nothing.
@@ -48,22 +82,40 @@ class TrialRunner(Protocol):
 
 
 class InProcessTrialRunner:
-    """Measures on this process's device queue; compiles the next candidate on a thread.
+    """Measures on this process's device queue; compiles the next candidate on a thread where
+    the device is not the host's CPU.
 
-    The SYCL build releases the GIL, so it proceeds while the main thread times a kernel (on a
-    CPU device the two compete for cores; on a GPU they do not).
+    :meth:`abandon` cannot interrupt a build or a launch in this process: the pending call
+    raises TrialAbandoned when its current step returns. No time limits apply.
     """
 
     def __init__(self, runner: ConfigRunner) -> None:
         self._runner = runner
-        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="xe2tune-build")
+        self._pool = (ThreadPoolExecutor(max_workers=1, thread_name_prefix="xe2tune-build")
+                      if overlaps_builds(runner.caps) else None)
         self._pending: Future[None] | None = None
+        self._abandoned = False
 
     def prebuild(self, request: MeasureRequest) -> None:
-        self._pending = self._pool.submit(self._runner.prebuild, request)
+        if self._pool is not None:
+            self._pending = self._pool.submit(self._runner.prebuild, request)
 
     def measure(self, request: MeasureRequest) -> TrialResult:
-        return self._runner.measure(request)
+        self._abandoned = False
+        result = self._runner.measure(request)
+        if self._abandoned:
+            raise TrialAbandoned("the trial was abandoned")
+        return result
+
+    def compare(self, requests: Sequence[MeasureRequest], rounds: int) -> list[TrialResult]:
+        self._abandoned = False
+        results = self._runner.compare(requests, rounds)
+        if self._abandoned:
+            raise TrialAbandoned("the comparison was abandoned")
+        return results
+
+    def abandon(self) -> None:
+        self._abandoned = True
 
     def wait_for_builds(self) -> None:
         """Block until the background build (if any) is done."""
@@ -73,4 +125,216 @@ class InProcessTrialRunner:
 
     def close(self) -> None:
         self.wait_for_builds()
-        self._pool.shutdown(wait=True)
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+
+
+@dataclass(frozen=True)
+class PhaseMark:
+    """A step the worker started: "build", "reference", "verify", "time", or "background build"
+    / "background built" around an overlapped build. ``t`` is the worker's ``time.monotonic()``
+    (one clock for all processes of the host)."""
+
+    t: float
+    phase: str
+    config_hash: str
+
+
+@dataclass(frozen=True)
+class _Death:
+    """The worker died or was killed during a config's step."""
+
+    status: TrialStatus
+    step: str | None
+    config_hash: str | None
+    error: str
+
+    def result(self, request: MeasureRequest) -> TrialResult:
+        return TrialResult(self.status, config=request.config.to_dict(),
+                           config_hash=request.config.config_hash(), error=self.error,
+                           extra={"failed_step": self.step})
+
+
+class SupervisedTrialRunner:
+    """Builds and measures in a worker process on the device, each step under a time limit.
+
+    The worker starts on first use (or :meth:`start`) and serves every trial after that, so its
+    start-up is paid once per device; only a kill or a crash costs a fresh one. A build over
+    ``limits.build_s`` becomes BUILD_TIMEOUT, a verification or timing over
+    ``limits.run_s(problem, ...)`` RUN_TIMEOUT (the worker is killed in both cases), a worker
+    death CRASH with its signal; the next call starts a fresh worker. Where the device is the
+    host's CPU (``spec.overlap_builds`` False), :meth:`prebuild` does nothing: each config is
+    built by its own ``measure``, between measurements, never next to a timed kernel.
+
+    ``timeline`` keeps the latest steps the workers reported, ``startups`` the seconds each
+    worker took to become ready.
+    """
+
+    def __init__(self, spec: WorkerSpec, limits: TrialLimits | None = None) -> None:
+        self.spec = spec
+        self.limits = limits or TrialLimits.from_env()
+        self.timeline: deque[PhaseMark] = deque(maxlen=10_000)
+        self.startups: list[float] = []
+        self._worker: WorkerProcess | None = None
+        self._busy = False
+        self._abandoned = False
+
+    def start(self) -> None:
+        """Start the worker now, so its start-up is not inside the first trial.
+
+        Raises:
+            WorkerError: if it cannot start.
+        """
+        self._ready_worker()
+
+    def prebuild(self, request: MeasureRequest) -> None:
+        if not self.spec.overlap_builds:
+            return
+        try:
+            self._ready_worker().send(("prebuild", request.to_dict()))
+        except (WorkerGone, WorkerError, TrialAbandoned):
+            self._discard_worker()  # the next measure starts a fresh one and builds there
+
+    def measure(self, request: MeasureRequest) -> TrialResult:
+        reply = self._call(("measure", request.to_dict()), [request])
+        return reply.result(request) if isinstance(reply, _Death) else TrialResult.from_dict(
+            reply[1])
+
+    def compare(self, requests: Sequence[MeasureRequest], rounds: int) -> list[TrialResult]:
+        if rounds < 1:
+            raise ValueError(f"rounds must be >= 1, got {rounds}")
+        results: list[TrialResult | None] = [None] * len(requests)
+        remaining = list(range(len(requests)))
+        while remaining:
+            reply = self._call(("compare", [requests[i].to_dict() for i in remaining], rounds),
+                               [requests[i] for i in remaining])
+            if not isinstance(reply, _Death):
+                for i, data in zip(remaining, reply[1], strict=True):
+                    results[i] = TrialResult.from_dict(data)
+                break
+            # The config whose step killed the worker fails alone; the others are compared
+            # again, from the start, in a fresh worker.
+            culprit = next((i for i in remaining
+                            if requests[i].config.config_hash() == reply.config_hash), None)
+            if culprit is None:
+                raise WorkerError(f"the trial worker died outside any config's step: "
+                                  f"{reply.error}")
+            results[culprit] = reply.result(requests[culprit])
+            remaining.remove(culprit)
+        return [r for r in results if r is not None]
+
+    def abandon(self) -> None:
+        if self._busy:
+            self._abandoned = True
+        worker = self._worker
+        if worker is not None:
+            worker.kill()
+
+    def close(self) -> None:
+        if self._worker is not None:
+            self._worker.close()
+            self._worker = None
+
+    def _ready_worker(self) -> WorkerProcess:
+        if self._worker is not None and self._worker.killed:  # abandoned while idle
+            self._discard_worker()
+        if self._worker is None:
+            worker = WorkerProcess(self.spec)
+            self._worker = worker  # abandon() can kill it from here on
+            try:
+                worker.wait_ready(self.limits.startup_s)
+            except WorkerGone:
+                self._discard_worker()
+                self._raise_if_abandoned()
+                raise WorkerError("the trial worker was killed while starting") from None
+            except WorkerError:
+                self._discard_worker()
+                raise
+            assert worker.startup_s is not None
+            self.startups.append(worker.startup_s)
+        return self._worker
+
+    def _discard_worker(self) -> None:
+        worker, self._worker = self._worker, None
+        if worker is not None:
+            worker.kill()
+            worker.close(grace_s=5.0)
+
+    def _raise_if_abandoned(self) -> None:
+        if self._abandoned:
+            self._discard_worker()
+            raise TrialAbandoned("the trial was abandoned")
+
+    def _call(self, message: tuple[Any, ...],
+              requests: Sequence[MeasureRequest]) -> tuple[Any, ...] | _Death:
+        self._abandoned, self._busy = False, True
+        try:
+            for _attempt in range(2):
+                worker = self._ready_worker()
+                try:
+                    worker.send(message)
+                    break
+                except WorkerGone:  # died while idle (an overlapped build crashed): start anew
+                    self._raise_if_abandoned()
+                    self._discard_worker()
+            else:
+                raise WorkerError("the trial worker died twice before it got a trial")
+            try:
+                return self._await(worker, {r.config.config_hash(): r for r in requests})
+            except BaseException:
+                self._discard_worker()  # interrupted mid-trial (Ctrl-C): never reuse it
+                raise
+        finally:
+            self._busy = False
+
+    def _await(self, worker: WorkerProcess,
+               requests: dict[str, MeasureRequest]) -> tuple[Any, ...] | _Death:
+        """The worker's reply, timing each step it reports against that step's limit."""
+        step: str | None = None
+        config_hash: str | None = None
+        # Until the first step starts (validation, planning) the least run limit applies.
+        limit = self.limits.run_floor_s
+        deadline = time.monotonic() + limit
+        while True:
+            try:
+                reply = worker.receive(deadline)
+            except WorkerGone:
+                self._raise_if_abandoned()
+                how = worker.exit_reason()
+                self._discard_worker()
+                during = f"during the {step} step" if step else "before its first step"
+                return _Death(TrialStatus.CRASH, step, config_hash,
+                              f"crash: the worker process died with {how} {during}")
+            if reply is None:
+                self._discard_worker()
+                self._raise_if_abandoned()
+                status = (TrialStatus.BUILD_TIMEOUT if step == "build"
+                          else TrialStatus.RUN_TIMEOUT)
+                return _Death(status, step, config_hash,
+                              f"{status.value}: the {step or 'first'} step took over its "
+                              f"{limit:.0f} s limit; the worker was killed")
+            kind = reply[0]
+            if kind == "phase":
+                _, name, marked, t = reply
+                self.timeline.append(PhaseMark(t, name, marked))
+                if (name, marked) != (step, config_hash):
+                    step, config_hash = name, marked
+                    limit = self._limit(name, requests[marked].problem)
+                    deadline = t + limit
+            elif kind == "background":
+                self.timeline.append(PhaseMark(reply[3], f"background {reply[1]}", reply[2]))
+            elif kind == "warning":
+                warnings.warn(reply[1], stacklevel=2)
+            elif kind == "error":
+                self._discard_worker()
+                raise WorkerError(f"the trial worker failed: {reply[1]}", reply[2])
+            else:
+                self._raise_if_abandoned()
+                return reply
+
+    def _limit(self, step: str, problem: ProblemSpec) -> float:
+        if step == "build":
+            return self.limits.build_s
+        if step == "reference":
+            return self.limits.reference_s(problem)
+        return self.limits.run_s(problem, self.spec.peaks, self.spec.settings)

@@ -6,11 +6,14 @@ before the first ``import dpctl``; ``xe2tune/__init__.py`` calls it.
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
 
 import platformdirs
+
+from xe2tune.errors import InvalidConfig
 
 APP_NAME = "xe2tune"
 
@@ -46,9 +49,106 @@ def set_database_url(url: str) -> None:
     os.environ["XE2TUNE_DB"] = url
 
 
+def cpu_vectorizer_mode() -> str:
+    """``CL_CONFIG_CPU_VECTORIZER_MODE`` as the OpenCL CPU runtime of this process read it.
+
+    The runtime reads it once when it loads; "1" forbids kernels with a required subgroup size.
+    """
+    return os.environ.get("CL_CONFIG_CPU_VECTORIZER_MODE", "0")
+
+
+def spirv_capture_env(vectorizer_mode: str) -> dict[str, str]:
+    """The environment of a child process that dumps the SPIR-V of its builds (into its cwd)."""
+    # Images are dumped on persistent-cache hits too.
+    return {**child_runtime_env(vectorizer_mode), "SYCL_DUMP_IMAGES": "1"}
+
+
+def child_runtime_env(vectorizer_mode: str) -> dict[str, str]:
+    """This process's environment for a child whose CPU runtime runs in ``vectorizer_mode``.
+
+    Mode "0" is the one in which kernels with a required subgroup size (the xmx families' on
+    opencl:cpu) build; the child gets that mode's own persistent kernel cache.
+    """
+    return {**os.environ, "CL_CONFIG_CPU_VECTORIZER_MODE": vectorizer_mode,
+            "SYCL_CACHE_DIR": str(sycl_cache_dir(vectorizer_mode))}
+
+
 def api_token() -> str | None:
     """The bearer token that enables ``POST /v1/results`` (``XE2TUNE_API_TOKEN``)."""
     return os.environ.get("XE2TUNE_API_TOKEN") or None
+
+
+def allowed_hosts() -> tuple[str, ...]:
+    """Host names the API answers to besides loopback (``XE2TUNE_ALLOWED_HOSTS``, by commas)."""
+    text = os.environ.get("XE2TUNE_ALLOWED_HOSTS", "")
+    return tuple(name.strip() for name in text.split(",") if name.strip())
+
+
+def set_allowed_hosts(names: tuple[str, ...]) -> None:
+    """Make ``names`` the API's extra host names here and in the processes it starts."""
+    os.environ["XE2TUNE_ALLOWED_HOSTS"] = ",".join(names)
+
+
+def replay_max_bytes() -> int | None:
+    """Cap on a replayed space file's decompressed size (``XE2TUNE_REPLAY_MAX_BYTES``), if set.
+
+    Raises:
+        ValueError: the variable is set but is not a positive integer.
+    """
+    text = os.environ.get("XE2TUNE_REPLAY_MAX_BYTES")
+    if not text:
+        return None
+    if not text.strip().isdigit() or int(text) < 1:
+        raise ValueError(f"XE2TUNE_REPLAY_MAX_BYTES must be a positive integer, got {text!r}")
+    return int(text)
+
+
+def build_timeout_s() -> float | None:
+    """The per-build time limit chosen through ``XE2TUNE_BUILD_TIMEOUT`` (seconds), if any.
+
+    Raises:
+        InvalidConfig: if the value is not a positive number.
+    """
+    text = os.environ.get("XE2TUNE_BUILD_TIMEOUT")
+    if not text:
+        return None
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not value > 0 or value == float("inf"):
+        raise InvalidConfig(
+            f"XE2TUNE_BUILD_TIMEOUT must be a positive number of seconds, got {text!r}")
+    return value
+
+
+PLANTED_FAULTS = ("build_hang", "run_hang", "crash", "wrong_result")
+
+
+def planted_faults() -> dict[str, str]:
+    """TEST-ONLY: faults the trial worker plants, from ``XE2TUNE_FAULTS``.
+
+    A JSON object mapping a config hash to one of :data:`PLANTED_FAULTS`: "build_hang" (the build
+    step never returns), "run_hang" (the timed step never returns), "crash" (the worker kills
+    itself with SIGSEGV mid-trial), "wrong_result" (the output is corrupted before the check).
+    Only the supervised worker process obeys it; it exists so tests can show that a search
+    survives what a real kernel or runtime can do. Never set it outside tests.
+
+    Raises:
+        InvalidConfig: if the value is not such an object.
+    """
+    text = os.environ.get("XE2TUNE_FAULTS")
+    if not text:
+        return {}
+    try:
+        faults = json.loads(text)
+    except json.JSONDecodeError:
+        faults = None
+    if not isinstance(faults, dict) or not all(
+            isinstance(k, str) and v in PLANTED_FAULTS for k, v in faults.items()):
+        raise InvalidConfig("XE2TUNE_FAULTS must be a JSON object mapping config hashes to one "
+                            f"of {', '.join(PLANTED_FAULTS)}")
+    return faults
 
 
 def _installed_opencl_cpu_runtime() -> Path | None:
@@ -71,6 +171,16 @@ def configure_runtime_env() -> None:
     # kernels vectorize explicitly (sycl::vec), where packetizing only multiplies build time
     # (45-90 s instead of ~8 s per config) at no gain. Kernels must then not request a sub-group
     # size (the runtime rejects that combination).
-    os.environ.setdefault("CL_CONFIG_CPU_VECTORIZER_MODE", "1")
+    mode = os.environ.setdefault("CL_CONFIG_CPU_VECTORIZER_MODE", "1")
     os.environ.setdefault("SYCL_CACHE_PERSISTENT", "1")
-    os.environ.setdefault("SYCL_CACHE_DIR", str(cache_dir() / "sycl"))
+    os.environ.setdefault("SYCL_CACHE_DIR", str(sycl_cache_dir(mode)))
+
+
+def sycl_cache_dir(vectorizer_mode: str) -> Path:
+    """The SYCL persistent kernel cache of processes whose CPU runtime runs in this mode.
+
+    The runtime's cache key ignores the vectorizer mode (seen: a mode-1 process loaded a binary
+    built under mode 0), so each mode gets a cache of its own, or binaries built for one mode
+    would be served to the processes that measure in the other.
+    """
+    return cache_dir() / ("sycl" if vectorizer_mode == "1" else f"sycl-vectorizer{vectorizer_mode}")

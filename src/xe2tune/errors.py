@@ -50,3 +50,17 @@ class BenchTimeout(Xe2TuneError):
 
 class StoreError(Xe2TuneError):
     """The results database could not be opened, migrated, read or written."""
+
+
+class TrialAbandoned(Xe2TuneError):
+    """The trial in progress was abandoned on request (``TrialRunner.abandon``); record nothing:
+    its config stays untried."""
+
+
+class WorkerError(Xe2TuneError):
+    """The trial worker process could not start, or failed in a way no config explains (a bug
+    or a broken device runtime); ``details`` holds the worker's traceback when there is one."""
+
+    def __init__(self, message: str, details: str = "") -> None:
+        super().__init__(message)
+        self.details = details

@@ -11,6 +11,7 @@ import typer
 from xe2tune.cli import (
     _bench,  # noqa: F401  (each module registers its commands on app)
     _devices,  # noqa: F401
+    _inspect,  # noqa: F401
     _query,  # noqa: F401
     _replay,  # noqa: F401
     _search,  # noqa: F401

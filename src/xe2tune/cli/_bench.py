@@ -11,12 +11,14 @@ from rich.table import Table
 
 from xe2tune.cli._app import app, console
 from xe2tune.cli._devices import DbOption, DeviceOption, JsonOption
-from xe2tune.cli._session import open_session
+from xe2tune.cli._session import open_runner, open_session
 from xe2tune.db import open_store
 from xe2tune.errors import InvalidConfig, InvalidProblem
-from xe2tune.harness import BenchSettings, TrialResult, TrialStatus
-from xe2tune.harness._runner import ConfigRunner, MeasureRequest
-from xe2tune.kernels import LauncherConfig, ProblemSpec, family_for_mode
+from xe2tune.harness import BenchSettings, TrialResult, TrialStatus, problem_unfit_reason
+from xe2tune.harness._runner import MeasureRequest
+from xe2tune.kernels import LauncherConfig, ProblemSpec, family_for, family_for_mode
+
+MAX_EXTENT = 2**31 - 1  # problem sizes reach the kernels as 32-bit ints
 
 
 def problem_from_options(
@@ -45,8 +47,8 @@ def problem_from_options(
     )
 
 
-def parse_config(text: str) -> LauncherConfig:
-    """A config from inline JSON or a JSON file path.
+def parse_config(text: str, family: str) -> LauncherConfig:
+    """A config from inline JSON or a JSON file path; ``family`` when the JSON names none.
 
     Raises:
         InvalidConfig: for unreadable files, malformed JSON or wrong fields.
@@ -60,7 +62,7 @@ def parse_config(text: str) -> LauncherConfig:
         raise InvalidConfig(
             f"--config is neither a JSON object nor a JSON file ({exc.msg} at char {exc.pos})"
         ) from None
-    return LauncherConfig.from_dict(data)
+    return LauncherConfig.from_dict(data, family=family)
 
 
 def _print_result(result: TrialResult, problem: ProblemSpec) -> None:
@@ -98,14 +100,15 @@ def _print_result(result: TrialResult, problem: ProblemSpec) -> None:
 def bench(
     head_dim: Annotated[int, typer.Option("--head-dim", help="64, 96, 128, 192 or 256")],
     dtype: Annotated[str, typer.Option(help="fp16, bf16 or fp32")] = "fp16",
-    seq: Annotated[int | None, typer.Option(help="sequence length (kv length for decode)")] = None,
-    q_len: Annotated[int | None, typer.Option("--q-len")] = None,
-    kv_len: Annotated[int | None, typer.Option("--kv-len")] = None,
+    seq: Annotated[int | None, typer.Option(
+        min=1, max=MAX_EXTENT, help="sequence length (kv length for decode)")] = None,
+    q_len: Annotated[int | None, typer.Option("--q-len", min=1, max=MAX_EXTENT)] = None,
+    kv_len: Annotated[int | None, typer.Option("--kv-len", min=1, max=MAX_EXTENT)] = None,
     mode: Annotated[str | None, typer.Option(help="prefill or decode")] = None,
     causal: Annotated[bool, typer.Option("--causal/--no-causal")] = False,
-    heads_q: Annotated[int, typer.Option("--heads-q")] = 8,
-    heads_kv: Annotated[int, typer.Option("--heads-kv")] = 8,
-    batch: Annotated[int, typer.Option()] = 1,
+    heads_q: Annotated[int, typer.Option("--heads-q", min=1, max=MAX_EXTENT)] = 8,
+    heads_kv: Annotated[int, typer.Option("--heads-kv", min=1, max=MAX_EXTENT)] = 8,
+    batch: Annotated[int, typer.Option(min=1, max=MAX_EXTENT)] = 1,
     config: Annotated[str | None, typer.Option(help="LauncherConfig as JSON or a file")] = None,
     warmup: Annotated[int, typer.Option()] = 20,
     iters: Annotated[int, typer.Option(help="timed iterations, 1..1000")] = 100,
@@ -125,22 +128,30 @@ def bench(
                                  time_budget_s=time_budget)
     except ValueError as exc:
         raise InvalidProblem(str(exc)) from None
-    launcher = parse_config(config) if config else None
+    launcher = parse_config(config, family_for_mode(problem.mode).name) if config else None
     store = open_store(db)
     session = open_session(device, store, quiet=as_json)
     store.close()
-    family = family_for_mode(problem.mode)
+    family = family_for(problem, session.caps, launcher.family if launcher else None)
     launcher = launcher or family.default_config(problem, session.caps)
     reason = family.invalid_reason(launcher, problem, session.caps)
     if reason is not None:
         raise InvalidConfig(f"invalid config: {reason}")
-    runner = ConfigRunner(session.queue, session.caps, session.roofline, settings,
-                          session.llc_bytes)
-    result = runner.measure(MeasureRequest(family, problem, launcher))
+    unfit = problem_unfit_reason(problem, session.caps, n_buf=settings.n_buf)
+    if unfit is not None:
+        raise InvalidProblem(unfit)
+    runner = open_runner(session, settings)  # a hung or crashing config cannot hang bench
+    try:
+        result = runner.measure(MeasureRequest(family, problem, launcher))
+    finally:
+        runner.close()
     if as_json:
         out = result.to_dict()
         out.update(problem=problem.to_dict(), family=family.name,
                    device=session.listing.filter_string, device_name=session.caps.name)
+        from xe2tune.cli._inspect import bench_spirv  # _inspect imports this module
+
+        out["spirv"] = bench_spirv(family.plan(launcher, problem, session.caps))
         print(json.dumps(out, indent=2))
     else:
         _print_result(result, problem)

@@ -22,6 +22,7 @@ from xe2tune.kernels import (
     KernelFamily,
     LauncherConfig,
     ProblemSpec,
+    capture_spirv,
     define_flags,
     search_family,
 )
@@ -68,6 +69,29 @@ def seed_vocabulary(config: LauncherConfig) -> str:
             + (f" {knobs}" if knobs else ""))
 
 
+def _space_key(member: KernelFamily, problem: ProblemSpec, caps: DeviceCaps) -> tuple:
+    # What the families' spaces and validation read of a problem: its mode, head dim, dtype and
+    # heads, and (through the space itself) the decode rows; never the sequence lengths, batch
+    # or mask (tests/test_dry_run.py checks this for every family). Problems that differ only
+    # there share one enumeration: a dry run of the default GPU problems enumerates ~300,000
+    # candidate configs per problem.
+    space = tuple((n, tuple(v)) for n, v in member.parameter_space(problem).items())
+    return (member.name, space, problem.mode, problem.head_dim, problem.dtype, problem.heads_q,
+            problem.heads_kv, caps)
+
+
+_VALID: dict[tuple, tuple[LauncherConfig, ...]] = {}
+
+
+def valid_configs(member: KernelFamily, problem: ProblemSpec,
+                  caps: DeviceCaps) -> tuple[LauncherConfig, ...]:
+    """A member family's valid configs for the problem, enumerated once per space key."""
+    key = _space_key(member, problem, caps)
+    if key not in _VALID:
+        _VALID[key] = tuple(member.valid_configs(problem, caps))
+    return _VALID[key]
+
+
 def plan_problem(problem: ProblemSpec, caps: DeviceCaps) -> ProblemPlan:
     """The space, baselines, default and build options of one problem on ``caps``."""
     try:
@@ -76,7 +100,7 @@ def plan_problem(problem: ProblemSpec, caps: DeviceCaps) -> ProblemPlan:
         return ProblemPlan(problem, "-", unavailable=str(exc))
     out = ProblemPlan(problem, family.name)
     for member in _members(family):
-        valid = sum(1 for _ in member.valid_configs(problem, caps))
+        valid = len(valid_configs(member, problem, caps))
         out.spaces.append(FamilySpace(member.name, _cartesian(member, problem), valid))
     for baseline in family.baselines(problem, caps):
         reason = family.invalid_reason(baseline.config, problem, caps)
@@ -126,7 +150,7 @@ def _sample_configs(
         add("default", problem, family, family.default_config(problem, caps))
         for member in _members(family):
             pool = pools.setdefault(member.name, [])
-            pool.extend((problem, member, c) for c in member.valid_configs(problem, caps))
+            pool.extend((problem, member, c) for c in valid_configs(member, problem, caps))
     for pool in pools.values():
         for problem, member, config in rng.sample(pool, min(per_family, len(pool))):
             add("sample", problem, member, config)
@@ -138,8 +162,6 @@ def build_samples(
     progress: bool = True,
 ) -> list[SampleBuild]:
     """Build the SPIR-V of the sampled configs (each in a scratch child process) and summarize."""
-    from xe2tune.kernels import capture_spirv as _capture  # TODO(lead): top-level once landed
-
     builds = []
     samples = _sample_configs(problems, caps, per_family, seed)
     for i, (label, problem, family, config) in enumerate(samples, 1):
@@ -150,7 +172,7 @@ def build_samples(
         expected = getattr(family, "expected_matrix_mads", None)
         expected_mads = expected(config, problem) if expected and caps.has_matrix_engine else None
         try:
-            capture = _capture(plan, timeout_s=BUILD_TIMEOUT_S)
+            capture = capture_spirv(plan, timeout_s=BUILD_TIMEOUT_S)
         except Xe2TuneError as exc:
             builds.append(SampleBuild(label, config, None, expected_mads,
                                       str(exc).splitlines()[0], 0.0))

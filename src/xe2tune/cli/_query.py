@@ -1,15 +1,22 @@
-"""``xe2tune best``, ``xe2tune results`` and ``xe2tune export``: read the results database."""
+"""``xe2tune best``, ``results`` and ``export`` read the results database; ``migrate`` upgrades it.
+
+The readers open it read-only: they never create, migrate or otherwise change the file (not even
+its journal mode), and refuse an older schema with a one-line pointer to ``xe2tune migrate``.
+"""
 
 from __future__ import annotations
 
+from contextlib import closing
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from pydantic import ValidationError
+from rich.markup import escape
 from rich.table import Column, Table
 
 from xe2tune.cli._app import app, console, fail
+from xe2tune.cli._bench import MAX_EXTENT
 from xe2tune.db import (
     BestQuery,
     BestResult,
@@ -67,22 +74,33 @@ def _print_best(best: BestResult) -> None:
         figures.append(f"{best.roofline_fraction * 100:.3g}% of roofline ({best.peak_source})")
     if best.speedup is not None:
         figures.append(f"{best.speedup:.3g}x over the default config")
+    if best.baseline is not None:
+        figures.append(f"the seeded baseline {escape(repr(best.baseline))}")
     console.print(" · ".join(figures), highlight=False)
+    for seeded in best.baselines:  # a tuned result is always shown against the baselines
+        outcome = (f"{seeded.median_s * 1e3:.4g} ms, best is {seeded.speedup:.3g}x faster"
+                   if seeded.median_s is not None and seeded.speedup is not None
+                   else seeded.status.value)
+        console.print(f"  vs {escape(seeded.label)} ({escape(seeded.family)}): {outcome}; "
+                      f"{_config_line(seeded.config)}", highlight=False)
 
 
 @app.command()
 def best(
     head_dim: Annotated[int, typer.Option("--head-dim", help="Head dimension D.")],
     dtype: Annotated[str, typer.Option("--dtype", help="fp16, bf16 or fp32.")],
-    seq: Annotated[int, typer.Option("--seq", help="Key length (and query length for prefill).")],
+    seq: Annotated[int, typer.Option("--seq", min=1, max=MAX_EXTENT,
+                                     help="Key length (and query length for prefill).")],
     mode: Annotated[str, typer.Option("--mode", help="prefill or decode.")] = "prefill",
     causal: Annotated[bool, typer.Option("--causal/--no-causal")] = False,
-    q_len: Annotated[int | None, typer.Option("--q-len", help="Query length if not seq.")] = None,
-    heads_q: Annotated[int | None, typer.Option("--heads-q", help="Query heads (default: any).")
-                       ] = None,
-    heads_kv: Annotated[int | None, typer.Option("--heads-kv", help="KV heads (default: any).")
-                        ] = None,
-    batch: Annotated[int | None, typer.Option("--batch", help="Batch (default: any).")] = None,
+    q_len: Annotated[int | None, typer.Option("--q-len", min=1, max=MAX_EXTENT,
+                                              help="Query length if not seq.")] = None,
+    heads_q: Annotated[int | None, typer.Option("--heads-q", min=1, max=MAX_EXTENT,
+                                                help="Query heads (default: any).")] = None,
+    heads_kv: Annotated[int | None, typer.Option("--heads-kv", min=1, max=MAX_EXTENT,
+                                                 help="KV heads (default: any).")] = None,
+    batch: Annotated[int | None, typer.Option("--batch", min=1, max=MAX_EXTENT,
+                                              help="Batch (default: any).")] = None,
     device: DeviceOption = None,
     db: DbOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
@@ -96,8 +114,8 @@ def best(
                           device=device)
     except ValidationError as exc:
         raise fail(_validation_message(exc)) from exc
-    store = open_store(db)
-    found = store.best(query)
+    with closing(open_store(db, read_only=True)) as store:
+        found = store.best(query)
     if found is None:
         raise fail(f"nothing tuned for {mode} head_dim={head_dim} {dtype} "
                    f"{'causal' if causal else 'non-causal'} in {store.url}; run xe2tune search")
@@ -116,10 +134,13 @@ def results(
     dtype: Annotated[str | None, typer.Option("--dtype")] = None,
     causal: Annotated[bool | None, typer.Option("--causal/--no-causal",
                                                 show_default="any")] = None,
-    seq_min: Annotated[int | None, typer.Option("--seq-min", help="Smallest kv_len.")] = None,
-    seq_max: Annotated[int | None, typer.Option("--seq-max", help="Largest kv_len.")] = None,
+    seq_min: Annotated[int | None, typer.Option("--seq-min", min=1, max=MAX_EXTENT,
+                                                help="Smallest kv_len.")] = None,
+    seq_max: Annotated[int | None, typer.Option("--seq-max", min=1, max=MAX_EXTENT,
+                                                help="Largest kv_len.")] = None,
     status: Annotated[str | None, typer.Option("--status", help=", ".join(STATUSES))] = None,
-    study: Annotated[int | None, typer.Option("--study", help="Study id.")] = None,
+    study: Annotated[int | None, typer.Option("--study", min=1, max=2**63 - 1,
+                                              help="Study id.")] = None,
     limit: Annotated[int | None, typer.Option("--limit", help="Newest N rows only.")] = None,
     db: DbOption = None,
 ) -> None:
@@ -136,7 +157,8 @@ def results(
                                 status=status, study_id=study)
     except ValidationError as exc:
         raise fail(_validation_message(exc)) from exc
-    frame = open_store(db).results_frame(filters)
+    with closing(open_store(db, read_only=True)) as store:
+        frame = store.results_frame(filters)
     if limit is not None:
         frame = frame.head(limit)
     if fmt == "csv":
@@ -152,7 +174,8 @@ def results(
                 str(row.trial_id),
                 f"{row.mode} D{row.head_dim} {row.dtype} {row.q_len}/{row.kv_len} "
                 f"h{row.heads_q}/{row.heads_kv} b{row.batch}{' causal' if row.causal else ''}",
-                f"{row.shape_qk} {row.shape_pv} s{row.stages}",
+                f"{row.family} {row.shape_qk} {row.shape_pv} s{row.stages}"
+                + (f" ({escape(row.baseline)})" if isinstance(row.baseline, str) else ""),
                 row.status, _number(row.median_s, 1e3), _number(row.tflops, 1.0),
                 _number(row.roofline_fraction, 100.0, "%"),
             )
@@ -175,8 +198,8 @@ def export(
 ) -> None:
     """The best config of every tuned problem, as JSON or a C++17 dispatch header."""
     _choice("format", fmt, EXPORT_FORMATS)
-    store = open_store(db)
-    found = store.best_per_problem(device)
+    with closing(open_store(db, read_only=True)) as store:
+        found = store.best_per_problem(device)
     if not found:
         raise fail(f"nothing tuned in {store.url}; run xe2tune search first")
     text = export_json(found) if fmt == "json" else export_cpp(found)
@@ -189,3 +212,10 @@ def export(
         raise fail(f"cannot write {out}: {exc.strerror}") from exc
     console.print(f"wrote {len(found)} configs to {out}", highlight=False)
 
+
+@app.command()
+def migrate(db: DbOption = None) -> None:
+    """Create the results database, or upgrade its schema to this xe2tune's (readers never do)."""
+    with closing(open_store(db)) as store:
+        url = store.url
+    console.print(f"{url} is ready for this xe2tune", highlight=False)

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import json
 import math
-from contextlib import nullcontext
 from pathlib import Path
 from typing import Annotated, Any
 
 import optuna
 import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
 from rich.table import Table
 
+from xe2tune import config
 from xe2tune.cli._app import app, console, fail
 from xe2tune.errors import Xe2TuneError
 from xe2tune.tuner import (
@@ -20,10 +21,12 @@ from xe2tune.tuner import (
     SAMPLER_NAMES,
     Recording,
     StrategyReport,
-    evaluate,
     load_recording,
+    random_baseline,
     report_points,
+    score_run,
 )
+from xe2tune.tuner import replay as replay_seed
 
 
 @app.command()
@@ -47,21 +50,42 @@ def replay(
     if sampler not in SAMPLER_NAMES:
         raise fail(f"unknown sampler {sampler!r}; choose one of {', '.join(SAMPLER_NAMES)}")
     try:
-        recording = load_recording(space)
-    except Xe2TuneError as exc:
+        recording = load_recording(space, max_bytes=config.replay_max_bytes())
+    except (Xe2TuneError, ValueError) as exc:
         raise fail(str(exc)) from None
     size = len(recording.space)
     if budget is not None and budget > size:
         raise fail(f"--budget {budget} is larger than the space ({size} valid configs)")
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    status = nullcontext() if as_json else console.status(f"replaying {sampler}, {seeds} seeds")
-    with status:
-        report = evaluate(recording, sampler, budget=budget, seeds=range(seeds), noise=noise)
+    report = _evaluate(recording, sampler, budget, seeds, noise=noise, quiet=as_json)
     data = report_dict(recording, report, noise)
     if as_json:
         console.print_json(json.dumps(data))
     else:
         _print(data)
+
+
+def _evaluate(recording: Recording, sampler: str, budget: int | None, seeds: int, *,
+              noise: bool, quiet: bool) -> StrategyReport:
+    """``tuner.evaluate`` with a progress bar over every trial of every seed.
+
+    Model-based samplers slow down as their trials accumulate, so a replay of a whole space
+    can take hours; the bar shows how far it is and how long it should still take.
+    """
+    baseline = random_baseline(recording.times, budget)
+    budget = baseline.budget if budget is None else budget
+    columns = (*Progress.get_default_columns()[:1], BarColumn(), MofNCompleteColumn(),
+               TimeRemainingColumn())
+    with Progress(*columns, console=console, transient=True, disable=quiet) as bar:
+        task = bar.add_task(f"replaying {sampler}, {seeds} seeds x {budget} trials",
+                            total=seeds * budget)
+        results = []
+        for seed in range(seeds):
+            run = replay_seed(recording, sampler, budget=budget, seed=seed, noise=noise,
+                              progress=lambda: bar.advance(task))
+            results.append(score_run(seed, run.means, run.indices, baseline, budget))
+    return StrategyReport(strategy=sampler, budget=budget, baseline=baseline,
+                          seeds=tuple(results))
 
 
 def report_dict(recording: Recording, report: StrategyReport, noise: bool) -> dict[str, Any]:

@@ -14,15 +14,16 @@ from rich.table import Table
 
 from xe2tune.cli._app import app, console, err_console, fail
 from xe2tune.cli._devices import DeviceOption, JsonOption
-from xe2tune.cli._session import open_session
+from xe2tune.cli._dry_run import print_dry_run
+from xe2tune.cli._session import open_runner, open_session
 from xe2tune.db import open_store
 from xe2tune.errors import InvalidProblem
-from xe2tune.harness import BenchSettings, resolve_device
-from xe2tune.harness._runner import ConfigRunner
+from xe2tune.harness import BenchSettings, device_caps, resolve_device
+from xe2tune.kernels import catalog_device
 from xe2tune.tuner import (
     DEFAULT_SAMPLER,
     SAMPLER_NAMES,
-    InProcessTrialRunner,
+    ConfirmSettings,
     ProblemOverrides,
     SearchPlan,
     StudyProgress,
@@ -34,6 +35,7 @@ from xe2tune.tuner import (
 # Budgets that keep the default command under 10 minutes on the 2-core CPU device.
 CPU_TRIALS, CPU_TIMEOUT_S, CPU_BENCH_BUDGET_S = 14, 480.0, 0.5
 GPU_TRIALS, GPU_BENCH_BUDGET_S = 64, 1.0
+CONFIRM_ROUNDS = 4
 
 
 def _csv(text: str | None, cast: type) -> list | None:
@@ -60,10 +62,16 @@ class ProgressView:
     def __call__(self, p: StudyProgress) -> None:
         if self.quiet or self.live is None:
             return
+        pr = p.problem
+        if p.phase == "skipped":
+            console.print(f"skipped {pr.mode} seq {pr.kv_len} causal={pr.causal} {pr.dtype}: "
+                          f"{p.skipped}", highlight=False)
+            return
         if p.phase == "starting":
-            pr = p.problem
             console.print(f"study {pr.mode} seq {pr.kv_len} causal={pr.causal} {pr.dtype}: "
-                          f"{p.space_size} valid configs of {p.cartesian_size} combinations")
+                          f"{p.space_size} valid configs of {p.cartesian_size} combinations"
+                          + (f"; {p.requeued} trials of a killed search requeued"
+                             if p.requeued else ""))
         self.live.update(self._render(p))
         if p.phase == "done":
             console.print(self._summary_line(p))
@@ -92,7 +100,9 @@ class ProgressView:
         pr = p.problem
         return (f"done {pr.mode} seq {pr.kv_len} causal={pr.causal}: best "
                 f"{_fmt_ms(p.best.median_s if p.best else None)} after {p.trial_index} trials "
-                f"({p.measured} measured, {p.reused} reused, {p.failed} failed)")
+                f"({p.measured} measured, {p.reused} reused, {p.failed} failed)"
+                + (f", confirmed side by side in {p.confirmation.rounds} rounds"
+                   if p.confirmation else ", NOT confirmed"))
 
 
 def _final_rows(progresses: list[StudyProgress]) -> list[dict]:
@@ -109,6 +119,10 @@ def _final_rows(progresses: list[StudyProgress]) -> list[dict]:
             "roofline_fraction": best.roofline_fraction if best else None,
             "default_median_s": default.median_s if default else None,
             "speedup_vs_default": speedup,
+            # best, default and speedup come from this many side-by-side rounds (None: they
+            # are single trials timed minutes apart, e.g. after a stop)
+            "confirmed_rounds": p.confirmation.rounds if p.confirmation else None,
+            "skipped": p.skipped, "requeued": p.requeued,
             "trials": p.trial_index, "measured": p.measured, "reused": p.reused,
             "failed": p.failed, "build_s": p.build_s, "verify_s": p.verify_s,
             "bench_s": p.bench_s,
@@ -152,21 +166,39 @@ def search(
     patience: Annotated[int | None, typer.Option(help="stop a study after K trials "
                                                  "without improvement")] = None,
     seed: Annotated[int | None, typer.Option(help="sampler seed")] = None,
+    confirm_rounds: Annotated[int, typer.Option(
+        "--confirm-rounds", help="alternating rounds in which each study's fastest configs, "
+                                 "default and baselines are re-timed side by side before the "
+                                 "best and its speedup are stored")] = CONFIRM_ROUNDS,
     db: Annotated[str | None, typer.Option("--db", help="SQLAlchemy URL")] = None,
     device: DeviceOption = None,
     as_json: JsonOption = False,
     quiet: Annotated[bool, typer.Option("--quiet", help="no progress output")] = False,
+    target: Annotated[str | None, typer.Option(
+        help="a catalog device (xe2tune devices --catalog) instead of a live one; needs --dry-run",
+    )] = None,
+    dry_run: Annotated[bool, typer.Option(
+        "--dry-run", help="print the spaces, baselines and build options and build the SPIR-V "
+                          "of a sample of configs; run nothing",
+    )] = False,
+    sample: Annotated[int, typer.Option(help="--dry-run: random valid configs built per family")
+                      ] = 2,
 ) -> None:
     """Search launcher configs for every problem of a head dim and store the best ones."""
     if sampler not in SAMPLER_NAMES:
         raise fail(f"unknown sampler {sampler!r}; choose one of {', '.join(SAMPLER_NAMES)}")
-    on_gpu = resolve_device(device).device_type.name == "gpu"
+    if target is not None and not dry_run:
+        raise fail("--target names a device that is not here: it only goes with --dry-run")
+    target_caps = catalog_device(target).caps if target is not None else None
+    on_gpu = (target_caps.device_type if target_caps else
+              resolve_device(device).device_type.name) == "gpu"
     try:
         budget = TuneBudget(
             trials=trials if trials is not None else (GPU_TRIALS if on_gpu else CPU_TRIALS),
             timeout_s=timeout if timeout is not None else (None if on_gpu else CPU_TIMEOUT_S),
             patience=patience,
         )
+        confirm_with = ConfirmSettings(rounds=confirm_rounds)
     except ValueError as exc:
         raise InvalidProblem(str(exc)) from None
     overrides = ProblemOverrides(
@@ -175,28 +207,36 @@ def search(
         heads_q=heads_q, heads_kv=heads_kv, batch=batch,
     )
     problems = default_problems(head_dim, on_gpu=on_gpu, overrides=overrides)
+    if dry_run:
+        print_dry_run(problems, target_caps or device_caps(resolve_device(device)),
+                      target=target or device or "the default device", sample=sample,
+                      as_json=as_json)
+        return
     store = open_store(db)
     session = open_session(device, store, quiet=quiet or as_json)
     settings = BenchSettings(time_budget_s=GPU_BENCH_BUDGET_S if on_gpu else CPU_BENCH_BUDGET_S)
-    runner = InProcessTrialRunner(ConfigRunner(
-        session.queue, session.caps, session.roofline, settings, session.llc_bytes))
+    runner = open_runner(session, settings)
     quiet = quiet or as_json
     if not quiet:
         err_console.print(f"database: {store.url}")
         err_console.print(f"device: {session.listing.filter_string} ({session.caps.name}), "
                           f"peaks: {session.peaks.source}; {len(problems)} problems, "
                           f"sampler {sampler}, {budget.trials} trials each")
-    stop_requested = False
+    stop_requested = 0  # the signal that asked for the stop
 
-    def request_stop(_signum: int, _frame: object) -> None:
+    def request_stop(signum: int, _frame: object) -> None:
+        # SIGINT and SIGTERM: abandon the trial in flight (its config stays untried and goes
+        # back to the queue with the one asked next), skip the confirmation, exit 128 + signal.
         nonlocal stop_requested
         if not stop_requested:
-            err_console.print("stopping after the current trial (Ctrl-C again to abort)")
-            stop_requested = True
+            err_console.print("stopping: the current trial is abandoned and stays untried "
+                              "(Ctrl-C again to abort)")
+            stop_requested = signum
+            runner.abandon()
         else:
             raise KeyboardInterrupt
 
-    previous = signal.signal(signal.SIGINT, request_stop)
+    previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     view = ProgressView(quiet)
     started = time.perf_counter()
     try:
@@ -204,12 +244,14 @@ def search(
         with live or nullcontext():
             view.live = live
             progresses = run_search(
-                SearchPlan(problems=problems, sampler=sampler, budget=budget, seed=seed),
+                SearchPlan(problems=problems, sampler=sampler, budget=budget, seed=seed,
+                           confirm=confirm_with),
                 store=store, runner=runner, listing=session.listing, device_id=session.device_id,
-                observe=view, should_stop=lambda: stop_requested,
+                observe=view, should_stop=lambda: stop_requested != 0,
             )
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         runner.close()
         store.close()
     rows = _final_rows(progresses)
@@ -222,5 +264,5 @@ def search(
                       f"verification {sum(r['verify_s'] for r in rows):.0f} s, measurement "
                       f"{sum(r['bench_s'] for r in rows):.0f} s")
     if stop_requested:
-        raise typer.Exit(130)
+        raise typer.Exit(128 + stop_requested)
 

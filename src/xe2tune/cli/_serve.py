@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from contextlib import closing
 from pathlib import Path
 from typing import Annotated
 
@@ -9,6 +11,10 @@ import typer
 
 from xe2tune import config
 from xe2tune.cli._app import app, console, fail
+
+# Binding to every interface names no host a client would use: those need --allowed-host.
+WILDCARD_HOSTS = ("0.0.0.0", "::", "")
+HOST_NAME = re.compile(r"[A-Za-z0-9._-]+|\[?[0-9A-Fa-f:.]+\]?")
 
 DbOption = Annotated[str | None, typer.Option(
     "--db", help="SQLAlchemy URL of the results database (default: XE2TUNE_DB, else "
@@ -25,21 +31,35 @@ def serve(
     workers: Annotated[int, typer.Option(min=1, max=64, help="Server processes.")] = 1,
     access_log: Annotated[bool, typer.Option(help="Log every request (costs throughput).")]
     = False,
+    allowed_host: Annotated[list[str] | None, typer.Option(
+        "--allowed-host", help="A host name clients reach the server by, besides loopback and "
+                               "--host (repeatable; also XE2TUNE_ALLOWED_HOSTS).")] = None,
 ) -> None:
     """Serve the REST API (/v1, OpenAPI at /docs) and the dashboard (/) on uvicorn.
 
     Reads the same database the tuner writes, also while a search is running. POST /v1/results
-    is enabled only when XE2TUNE_API_TOKEN is set.
+    is enabled only when XE2TUNE_API_TOKEN is set. The server opens the database like a writer
+    (it may store POSTed results, and switches a SQLite file to WAL so that it never blocks a
+    running search): another program's database is refused, an older schema is migrated.
+    Requests whose Host header is not loopback, --host or an --allowed-host get 400.
     """
     import uvicorn
 
     from xe2tune.db import open_store
 
-    store = open_store(db)  # fail with one line here, not with a traceback from the lifespan
-    url = store.url
-    store.close()
+    # fail with one line here, not with a traceback from the lifespan
+    with closing(open_store(db)) as store:
+        url = store.url
     if db is not None:
         config.set_database_url(db)  # worker processes read it from the environment
+    names = [*config.allowed_hosts(), *(allowed_host or [])]
+    if host not in WILDCARD_HOSTS:
+        names.append(host)
+    for name in names:
+        if not HOST_NAME.fullmatch(name):
+            raise fail(f"allowed host {name!r} (--allowed-host, XE2TUNE_ALLOWED_HOSTS) is not a "
+                       "host name; accepted: a DNS name or an IP address, without scheme or port")
+    config.set_allowed_hosts(tuple(dict.fromkeys(names)))  # worker processes read it too
     console.print(f"xe2tune serving http://{host}:{port}/ (dashboard), /docs (API); "
                   f"database {url}; POST /v1/results "
                   + ("enabled" if config.api_token() else "disabled (no XE2TUNE_API_TOKEN)"),
@@ -64,10 +84,7 @@ def report(
         raise fail(f"--out {out} is a directory; accepted: a file path such as report.html")
     if not out.parent.is_dir():
         raise fail(f"--out {out}: directory {out.parent} does not exist")
-    store = open_store(db)
-    try:
+    with closing(open_store(db, read_only=True)) as store:
         html = report_html(store)
-    finally:
-        store.close()
     out.write_text(html, encoding="utf-8")
     console.print(f"wrote {out} ({len(html) / 1e6:.1f} MB, self-contained)", highlight=False)

@@ -13,17 +13,21 @@ import dpctl
 from xe2tune.cli._app import err_console
 from xe2tune.db import DeviceRecord, MeasuredCeilings, ResultStore
 from xe2tune.harness import (
+    BenchSettings,
     Ceilings,
     DeviceListing,
     DevicePeaks,
     RooflineModel,
+    WorkerSpec,
     catalog_peaks,
     device_caps,
     list_devices,
     measure_ceilings,
     open_queue,
+    overlaps_builds,
 )
 from xe2tune.kernels import DeviceCaps
+from xe2tune.tuner import SupervisedTrialRunner
 
 
 @dataclass(frozen=True)
@@ -111,3 +115,16 @@ def open_session(device: str | None, store: ResultStore, *, quiet: bool = False)
     else:
         store.upsert_device(device_record(listing, peaks))
     return DeviceSession(queue=queue, listing=listing, device_id=device_id, peaks=peaks)
+
+
+def open_runner(session: DeviceSession, settings: BenchSettings) -> SupervisedTrialRunner:
+    """The trial runner of a command: a supervised worker process on the session's device,
+    under the default time limits (``XE2TUNE_BUILD_TIMEOUT`` sets the build limit).
+
+    Raises:
+        InvalidConfig: if ``XE2TUNE_BUILD_TIMEOUT`` is not a positive number.
+    """
+    return SupervisedTrialRunner(WorkerSpec(
+        device=session.listing.filter_string, settings=settings, peaks=session.peaks,
+        llc_bytes=session.llc_bytes, overlap_builds=overlaps_builds(session.caps),
+    ))

@@ -1,0 +1,191 @@
+"""The trial worker: a process that owns a queue on one device and runs trials on request.
+
+The supervisor (:mod:`xe2tune.harness._supervisor`) starts it as a fresh interpreter running
+:func:`main` (the SYCL runtime is not fork-safe), hands it a connection and a lifeline pipe, sends
+the :class:`WorkerSpec`, then talks to it in tuples of plain data:
+
+- to the worker: ``("measure", request)``, ``("compare", [request, ...], rounds)``,
+  ``("prebuild", request)`` (only when builds overlap timing), ``("stop",)``; a request is
+  ``MeasureRequest.to_dict()``;
+- from the worker: ``("ready", startup_s)`` once; ``("phase", name, config_hash, t)`` when a
+  step of a trial starts (``t`` is ``time.monotonic()``, one clock for every process of the
+  host); ``("background", "build" | "built", config_hash, t)`` around an overlapped build;
+  ``("warning", text)``; then ``("result", TrialResult.to_dict())`` or ``("results", [...])``;
+  or ``("error", message, traceback)`` when something no config explains went wrong, after
+  which the worker exits.
+
+The worker also obeys the test-only planted faults of ``XE2TUNE_FAULTS``
+(:func:`xe2tune.config.planted_faults`).
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import signal
+import sys
+import threading
+import time
+import traceback
+import warnings
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import Any
+
+import numpy as np
+
+from xe2tune.config import planted_faults
+from xe2tune.harness._bench import BenchSettings
+from xe2tune.harness._device import device_caps, open_queue
+from xe2tune.harness._peaks import DevicePeaks
+from xe2tune.harness._roofline import RooflineModel
+from xe2tune.harness._runner import ConfigRunner, MeasureRequest
+from xe2tune.kernels import DeviceCaps
+from xe2tune.kernels._native_build import load_extension
+
+
+def overlaps_builds(caps: DeviceCaps) -> bool:
+    """Whether builds may run while a kernel is timed: only where the device is not the host's
+    CPU (there a build would take the cores the timed kernel runs on)."""
+    return caps.device_type != "cpu"
+
+
+@dataclass(frozen=True)
+class WorkerSpec:
+    """What a worker needs to measure like the parent would: the device and how to measure."""
+
+    device: str  # SYCL filter string of the device
+    settings: BenchSettings
+    peaks: DevicePeaks | None
+    llc_bytes: int
+    overlap_builds: bool
+
+
+Send = Callable[[tuple[Any, ...]], None]
+
+
+class _Hooks:
+    """Reports each step to the supervisor (which times it) and plants the test-only faults."""
+
+    def __init__(self, send: Send, faults: dict[str, str]) -> None:
+        self._send = send
+        self._faults = faults
+
+    def phase(self, name: str, config_hash: str) -> None:
+        self._send(("phase", name, config_hash, time.monotonic()))
+        self.plant(name, config_hash)
+
+    def plant(self, step: str, config_hash: str) -> None:
+        fault = self._faults.get(config_hash)
+        if (fault, step) in (("build_hang", "build"), ("run_hang", "time")):
+            threading.Event().wait()  # never returns, like a hung compiler or launch
+        if (fault, step) == ("crash", "verify"):
+            resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # no core file left behind
+            os.kill(os.getpid(), signal.SIGSEGV)
+
+    def output(self, config_hash: str, out: np.ndarray) -> np.ndarray:
+        if self._faults.get(config_hash) == "wrong_result":
+            return -out
+        return out
+
+
+class _Worker:
+    """The worker's state: its runner, and the one overlapped build in flight (if any)."""
+
+    def __init__(self, spec: WorkerSpec, send: Send) -> None:
+        queue = open_queue(spec.device)
+        load_extension()
+        self.send = send
+        self.hooks = _Hooks(send, planted_faults())
+        self.runner = ConfigRunner(
+            queue, device_caps(queue.sycl_device),
+            RooflineModel(spec.peaks) if spec.peaks is not None else None,
+            spec.settings, spec.llc_bytes, self.hooks,
+        )
+        self._builds = ThreadPoolExecutor(1, "xe2tune-build") if spec.overlap_builds else None
+        self._pending: tuple[str, Future[None]] | None = None
+
+    def prebuild(self, request: MeasureRequest) -> None:
+        if self._builds is not None:
+            config_hash = request.config.config_hash()
+            self._pending = (config_hash, self._builds.submit(self._build, request, config_hash))
+
+    def _build(self, request: MeasureRequest, config_hash: str) -> None:
+        self.send(("background", "build", config_hash, time.monotonic()))
+        self.hooks.plant("build", config_hash)
+        self.runner.prebuild(request)
+        self.send(("background", "built", config_hash, time.monotonic()))
+
+    def wait_for_build(self, request: MeasureRequest) -> None:
+        """Before measuring a config built in the background, wait for that build (timed as the
+        config's build step)."""
+        config_hash = request.config.config_hash()
+        if self._pending is not None and self._pending[0] == config_hash:
+            self.hooks.phase("build", config_hash)
+            self._pending[1].result()
+        self._pending = None
+
+    def handle(self, message: tuple[Any, ...]) -> None:
+        kind = message[0]
+        if kind == "prebuild":
+            self.prebuild(MeasureRequest.from_dict(message[1]))
+            return
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("default")
+            if kind == "measure":
+                request = MeasureRequest.from_dict(message[1])
+                self.wait_for_build(request)
+                reply: tuple[Any, ...] = ("result", self.runner.measure(request).to_dict())
+            elif kind == "compare":
+                requests = [MeasureRequest.from_dict(d) for d in message[1]]
+                results = self.runner.compare(requests, int(message[2]))
+                reply = ("results", [r.to_dict() for r in results])
+            else:
+                raise ValueError(f"unknown message {kind!r}")
+        for w in caught:
+            self.send(("warning", str(w.message)))
+        self.send(reply)
+
+
+def _exit_with_parent(lifeline: int) -> None:
+    # The supervisor holds the lifeline's write end and never writes: end-of-file means it died
+    # (even by kill -9), and a worker hanging in a build must not go on at 100 % CPU then.
+    os.read(lifeline, 1)
+    os._exit(1)
+
+
+def serve(conn: Connection, spec: WorkerSpec, lifeline: int) -> None:
+    """Start up, report ready, then handle messages until "stop" or the end of the pipe."""
+    started = time.monotonic()
+    # Ctrl-C in a terminal reaches the whole process group: the supervisor decides what a
+    # SIGINT stops, and kills the worker when it must.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    threading.Thread(target=_exit_with_parent, args=(lifeline,), daemon=True).start()
+    lock = threading.Lock()
+
+    def send(message: tuple[Any, ...]) -> None:
+        with lock:  # the overlapped build's thread sends too
+            conn.send(message)
+
+    try:
+        worker = _Worker(spec, send)
+        send(("ready", time.monotonic() - started))
+        while True:
+            message = conn.recv()
+            if message[0] == "stop":
+                return
+            worker.handle(message)
+    except EOFError:
+        return  # the supervisor closed the pipe
+    except Exception as exc:  # anything no config explains: report it, then exit
+        send(("error", f"{type(exc).__name__}: {exc}", traceback.format_exc()))
+
+
+def main() -> None:
+    """The worker process's entry: ``argv[1]`` the connection's fd, ``argv[2]`` the lifeline's;
+    the first message on the connection is the WorkerSpec."""
+    conn = Connection(int(sys.argv[1]))
+    spec = conn.recv()
+    serve(conn, spec, int(sys.argv[2]))

@@ -1,0 +1,164 @@
+"""Capture the SPIR-V of a launch plan's build from the SYCL runtime, in a scratch child process.
+
+``SYCL_DUMP_IMAGES=1`` makes the runtime write every device image it hands to the driver into
+its working directory as ``sycl_spir64_<n>.spv``; like ``CL_CONFIG_CPU_VECTORIZER_MODE`` it is
+read once, when the runtime loads, hence a child process with its own environment and a fresh
+directory. The child builds on the embedded ``opencl:cpu`` device: the SPIR-V is what the
+front end made of the source and defines, whatever device it is then built for, so a catalog
+GPU's plan needs no GPU (its description only changes the defines).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import dpctl
+
+from xe2tune.config import cpu_vectorizer_mode, spirv_capture_env
+from xe2tune.errors import KernelCompileError, WorkerError, Xe2TuneError
+from xe2tune.kernels._family import LaunchPlan
+from xe2tune.kernels._jit import build_program
+from xe2tune.kernels._spirv import KernelSpirv, SpirvSummary, parse_spirv
+
+CAPTURE_DEVICE = "opencl:cpu"
+_RESULT_FILE = "capture.json"
+# dpctl's own fill kernels are dumped as sycl_spir64.spv (no number): not the plan's build.
+_DUMP = re.compile(r"^sycl_spir64_(\d+)\.spv$")
+_CHILD = ("import sys; from xe2tune.kernels._spirv_capture import child_main; "
+          "sys.exit(child_main())")
+
+
+class CaptureTimeout(Xe2TuneError):
+    """The capture child outlived its time limit and was killed."""
+
+
+@dataclass(frozen=True)
+class SpirvCapture:
+    """The SPIR-V modules of one build, with the build's log and times.
+
+    ``build_seconds`` is the runtime compile inside the child; ``capture_seconds`` the whole
+    capture (child start, imports, device, build, parsing).
+    """
+
+    modules: tuple[SpirvSummary, ...]
+    images: tuple[bytes, ...]  # the dumped modules in dump order; modules[i] reads images[i]
+    log: str
+    build_seconds: float
+    capture_seconds: float
+
+    @property
+    def kernels(self) -> tuple[KernelSpirv, ...]:
+        """Every entry point of every module, including kernels the CPU device did not keep
+        (a joint_matrix kernel is dumped, then left out of the bundle of a device without a
+        matrix engine)."""
+        return tuple(k for m in self.modules for k in m.kernels)
+
+    def summary_dict(self) -> dict[str, Any]:
+        """The build's SPIR-V facts as JSON: per kernel, and over the build.
+
+        ``local_memory_bytes`` over the build is the largest kernel's (each launch has its own).
+        """
+        kernels = self.kernels
+        return {
+            "kernels": [k.to_dict() for k in kernels],
+            "matrix_mads": sum(m.matrix_mads for m in self.modules),
+            "subgroup_sizes": sorted({k.subgroup_size for k in kernels if k.subgroup_size}),
+            "register_modes": sorted({k.register_mode for k in kernels}),
+            "local_memory_bytes": max((k.local_memory_bytes for k in kernels), default=0),
+            "extensions": sorted({e for m in self.modules for e in m.extensions}),
+            "capabilities": sorted({c for m in self.modules for c in m.capabilities}),
+            "modules": len(self.modules),
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        """:meth:`summary_dict` with the build's log and times."""
+        return {**self.summary_dict(), "build_s": round(self.build_seconds, 3),
+                "capture_s": round(self.capture_seconds, 3), "log": self.log}
+
+
+def _run_child(
+    plan: LaunchPlan, vectorizer_mode: str, timeout_s: float
+) -> tuple[dict[str, Any], tuple[bytes, ...]]:
+    """The child's outcome (``capture.json``) and the modules it dumped, scratch deleted.
+
+    Raises:
+        subprocess.TimeoutExpired: past ``timeout_s`` (the child is killed first).
+        WorkerError: if the child dies without writing its outcome.
+    """
+    request = json.dumps({"source_file": plan.source_file, "defines": dict(plan.defines)})
+    with tempfile.TemporaryDirectory(prefix="xe2tune-spirv-") as scratch:
+        proc = subprocess.run(  # on timeout, run() kills the child and raises TimeoutExpired
+            [sys.executable, "-c", _CHILD], input=request, capture_output=True, text=True,
+            cwd=scratch, env=spirv_capture_env(vectorizer_mode), timeout=max(timeout_s, 0.0),
+        )
+        result_path = Path(scratch) / _RESULT_FILE
+        if proc.returncode != 0 or not result_path.exists():
+            last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+            raise WorkerError(
+                f"the SPIR-V capture child exited with {proc.returncode}: {last}", proc.stderr)
+        dumps = sorted((int(m[1]), p) for p in Path(scratch).iterdir()
+                       if (m := _DUMP.match(p.name)))
+        return json.loads(result_path.read_text()), tuple(p.read_bytes() for _, p in dumps)
+
+
+def capture_spirv(plan: LaunchPlan, *, timeout_s: float) -> SpirvCapture:
+    """Build ``plan``'s source with its defines in a child process and summarize the SPIR-V.
+
+    The build is the real one (:func:`xe2tune.kernels.build_program`, same options) with an
+    empty kernel-name list, so kernels the CPU device leaves out of the bundle do not fail it.
+    It runs first as this process would run it (same vectorizer mode and persistent cache:
+    a vector-lane family's capture costs what its real build costs, often a cache hit); when
+    that fails and the SPIR-V requires a subgroup size, which the CPU runtime builds only under
+    vectorizer mode 0 (about 10x slower), once more under mode 0, whose verdict stands.
+    Scratch directories are deleted before this returns.
+
+    Raises:
+        KernelCompileError: if the build fails (with the compiler log).
+        CaptureTimeout: if the capture takes longer than ``timeout_s`` (the child is killed).
+        WorkerError: if a child dies without a result (no device, a crash in the runtime).
+        SpirvError: if a dumped module cannot be read.
+    """
+    started = time.perf_counter()
+    for mode in dict.fromkeys((cpu_vectorizer_mode(), "0")):
+        try:
+            result, images = _run_child(plan, mode, started + timeout_s - time.perf_counter())
+        except subprocess.TimeoutExpired:
+            raise CaptureTimeout(f"capturing the SPIR-V of {plan.source_file} took over "
+                                 f"{timeout_s:g} s; the build was killed") from None
+        modules = tuple(parse_spirv(image) for image in images)
+        if result["ok"] or not any(k.subgroup_size for m in modules for k in m.kernels):
+            break
+    if not result["ok"]:
+        raise KernelCompileError(result["message"], log=result["log"],
+                                 source_path=result["source_path"])
+    return SpirvCapture(modules, images, result["log"], result["build_s"],
+                        time.perf_counter() - started)
+
+
+def child_main() -> int:
+    """The child: build the requested source on :data:`CAPTURE_DEVICE` in the working directory.
+
+    Reads ``{"source_file", "defines"}`` as JSON from stdin and writes the outcome to
+    ``capture.json``: the runtime and driver may print to stdout themselves.
+
+    Raises:
+        dpctl.SyclQueueCreationError: if there is no such device (the parent reports it).
+    """
+    request = json.loads(sys.stdin.read())
+    queue = dpctl.SyclQueue(CAPTURE_DEVICE)
+    try:
+        built = build_program(queue, request["source_file"], (), request["defines"])
+        result = {"ok": True, "log": built.log, "build_s": built.build_seconds}
+    except KernelCompileError as exc:
+        result = {"ok": False, "message": exc.args[0], "log": exc.log,
+                  "source_path": exc.source_path}
+    Path(_RESULT_FILE).write_text(json.dumps(result))
+    return 0

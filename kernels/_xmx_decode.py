@@ -1,0 +1,142 @@
+"""The xmx decode family: two-phase split-KV attention on matrix engines (sdpa_xmx_decode.cpp)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from xe2tune.kernels._baselines import xmx_baseline_params
+from xe2tune.kernels._config import LauncherConfig
+from xe2tune.kernels._device_caps import DeviceCaps
+from xe2tune.kernels._family import Baseline, KernelLaunch, LaunchPlan
+from xe2tune.kernels._problem import ProblemSpec
+from xe2tune.kernels._xmx_family import DPAS_M, SUBGROUP, XmxFamilyBase
+
+
+def _shape(bq: int, bk: int, sg_k: int, *, bd: int = 32, bv: int = 32, stages: int = 1,
+           grf: int = 256, kv_chunk: int = 1024, sg_q: int = 1) -> dict[str, int]:
+    return {"bq": bq, "bk": bk, "bd": bd, "bv": bv, "sg_q": sg_q, "sg_k": sg_k,
+            "stages": stages, "grf": grf, "kv_chunk": kv_chunk}
+
+
+# After the published configs of the head dim (kernels/_baselines.py): one 16-key fragment
+# per subgroup with BD 32 (any head dim), then a small tile for devices without a GRF model (the
+# portable policy on a CPU).
+FALLBACKS: tuple[dict[str, int], ...] = (
+    _shape(8, 128, 8),
+    _shape(8, 32, 2, grf=128, kv_chunk=256),
+)
+
+
+class XmxDecodeFamily(XmxFamilyBase):
+    """Decode: phase 1 per (rows, KV chunk) partials, phase 2 combine.
+
+    Extra knob: ``kv_chunk``, keys per split of phase 1 (a multiple of BK), a run-time argument.
+    Rows (q_len x GQA group) are padded to whole BQ tiles of whole 8-row fragments.
+    """
+
+    name = "sdpa_xmx_decode"
+    mode = "decode"
+    source_file = "sdpa_xmx_decode.cpp"
+    kernel_names = ("xe2t_xmx_decode_split", "xe2t_xmx_decode_combine")
+    extra_knobs = ("kv_chunk",)
+
+    def parameter_space(self, problem: ProblemSpec) -> Mapping[str, Sequence[Any]]:
+        """The Cartesian space: parameter name -> candidate values, for this problem.
+
+        Raises:
+            InvalidProblem: if the problem is not an fp16/bf16 decode problem.
+        """
+        self._check_problem(problem)
+        rows = problem.q_len * problem.group_size
+        # A tile taller than the padded rows only computes padding.
+        return {
+            "bq": tuple(b for b in (8, 16, 32, 64, 128) if b == DPAS_M or b < 2 * rows),
+            "bk": (16, 32, 64, 128, 256, 512),
+            "bd": (16, 32, 64),
+            "bv": (16, 32, 64),
+            "sg_q": (1, 2, 4),
+            "sg_k": (1, 2, 4, 8, 16),
+            "stages": (0, 1, 2),
+            "grf": (128, 256),
+            "kv_chunk": (256, 512, 1024, 2048, 4096),
+        }
+
+    def _extra_reason(
+        self, params: Mapping[str, Any], problem: ProblemSpec, caps: DeviceCaps
+    ) -> str | None:
+        if params["kv_chunk"] < 1 or params["kv_chunk"] % params["bk"]:
+            return f"kv_chunk {params['kv_chunk']} must be a positive multiple of BK {params['bk']}"
+        return None
+
+    def baselines(self, problem: ProblemSpec, caps: DeviceCaps) -> tuple[Baseline, ...]:
+        """The published decode configs for the problem's head dim (valid or not here).
+
+        Raises:
+            Nothing.
+        """
+        if self.unavailable_reason(problem, caps) is not None:
+            return ()
+        return tuple(Baseline(label, self.config_from_params(problem, params))
+                     for label, params in xmx_baseline_params(self.mode, problem.head_dim))
+
+    def default_config(self, problem: ProblemSpec, caps: DeviceCaps) -> LauncherConfig:
+        """The first valid published config or fallback, ``kv_chunk`` halved (down to BK) until
+        phase 1 has a work-group per compute unit.
+
+        Raises:
+            InvalidProblem: if the family cannot serve the problem or no config fits the device.
+        """
+        self._check_problem(problem)
+        rows = problem.q_len * problem.group_size
+        fitted = []
+        candidates = [p for _, p in xmx_baseline_params(self.mode, problem.head_dim)]
+        for params in [*candidates, *FALLBACKS]:
+            row_tiles = -(-rows // params["bq"])
+            groups = problem.batch * problem.heads_kv * row_tiles
+            chunk = params["kv_chunk"]
+            # Halving a power-of-two multiple of BK keeps it one.
+            while (chunk > params["bk"]
+                   and groups * -(-problem.kv_len // chunk) < caps.compute_units):
+                chunk //= 2
+            fitted.append({**params, "kv_chunk": chunk})
+        return self._first_valid(fitted, problem, caps)
+
+    def plan(
+        self, config: LauncherConfig, problem: ProblemSpec, caps: DeviceCaps, *,
+        scale: float | None = None,
+    ) -> LaunchPlan:
+        """Two launches: split over (batch * heads_kv, row_tiles * chunks * items), local
+        (1, items), items = sg_q * sg_k * 16; combine over (batch * heads_kv * rows, Dv),
+        local (1, 16). Scratch: partial O and (m, l) of every padded row of every chunk.
+
+        Raises:
+            InvalidConfig: if the config is invalid (with the reason).
+        """
+        self.require_valid(config, problem, caps)
+        kv_chunk = int(config.knob("kv_chunk"))
+        items = self.work_group_items(config)
+        rows = problem.q_len * problem.group_size
+        row_tiles = -(-rows // config.bq)
+        chunks = -(-problem.kv_len // kv_chunk)
+        heads = problem.batch * problem.heads_kv
+        shape = (problem.q_len, problem.kv_len, problem.heads_q, problem.heads_kv)
+        split = KernelLaunch(
+            kernel=self.kernel_names[0],
+            args=("q", "k", "v", "part_o", "part_ml", *shape, self.qscale(problem, scale),
+                  int(problem.causal), kv_chunk),
+            arg_types=("buffer",) * 5 + ("int",) * 4 + ("float", "int", "int"),
+            global_size=(heads, row_tiles * chunks * items),
+            local_size=(1, items),
+        )
+        combine = KernelLaunch(
+            kernel=self.kernel_names[1],
+            args=("part_o", "part_ml", "o", *shape, kv_chunk),
+            arg_types=("buffer",) * 3 + ("int",) * 5,
+            global_size=(heads * rows, problem.head_dim_v),
+            local_size=(1, SUBGROUP),
+        )
+        partials = heads * chunks * row_tiles * config.bq
+        scratch = {"part_o": 4 * partials * problem.head_dim_v, "part_ml": 8 * partials}
+        return LaunchPlan(self.source_file, self.kernel_names,
+                          self.defines(config, problem, caps), (split, combine), scratch)

@@ -1,0 +1,319 @@
+"""What the xmx prefill and decode families share: the matrix-engine mainloop's vocabulary.
+
+The kernels (``sdpa_xmx_*.cpp``, ``sdpa_xmx_mainloop.hpp``) are subgroup-cooperative: a
+work-group of ``sg_q x sg_k`` subgroups of 16 lanes owns BQ rows (query positions x GQA group
+heads, as the vector-lane kernels pack them); subgroup (sq, sk) holds BQ / sg_q rows in whole
+8-row DPAS fragments and, of every K block, a BK / sg_k key share in whole 16-key fragments.
+Its fragment operations are a compile-time policy: joint_matrix (DPAS) on a device whose matrix
+engine has the 8 x 16 x 16 shape, portable subgroup shuffles elsewhere.
+
+======================  ==========================  ==========  ==============================
+parameter               LauncherConfig              define      meaning
+======================  ==========================  ==========  ==============================
+``bq``                  shape_qk[0], shape_pv[0]    BQ          rows of a work-group
+``bk``                  shape_qk[1], shape_pv[2]    BK          keys per K/V block
+``bd``                  shape_qk[2]                 BD          head-dim slice of the QK product
+``bv``                  shape_pv[1]                 BV          V split width (VTILES = Dv/BV)
+``sg_q``, ``sg_k``      subgroup_layout             SG_Q, SG_K  subgroups along rows and keys
+``stages``              stages                      STAGES      K/V blocks prefetched ahead
+``grf``                 knob                        GRF         registers per thread (128, 256)
+``kv_chunk`` (decode)   knob                        run time    keys per phase-1 split
+======================  ==========================  ==========  ==============================
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from xe2tune.errors import InvalidConfig, InvalidProblem
+from xe2tune.kernels._baselines import xmx_baseline_params
+from xe2tune.kernels._config import LauncherConfig
+from xe2tune.kernels._device_caps import DeviceCaps
+from xe2tune.kernels._family import Baseline
+from xe2tune.kernels._problem import ProblemSpec
+from xe2tune.kernels._sdpa_family import DTYPE_CODES, SdpaFamilyBase
+
+SUBGROUP = 16  # DPAS and 2D block IO need SIMD16
+DPAS_M, DPAS_N, DPAS_K = 8, 16, 16
+DPAS_SHAPE = (DPAS_M, DPAS_N, DPAS_K)
+SERVED_DTYPES = ("fp16", "bf16")  # the matrix engine's operand types; fp32 is not served
+ELEMENT_BYTES = 2
+GRF_SIZES = (128, 256)
+NO_GRF_MODEL_GRF = 128  # the only grf value on a device without a register-file model
+TAIL_TILE_BYTES = DPAS_N * DPAS_K * ELEMENT_BYTES  # joint_matrix: per subgroup, for K/V tails
+POLICIES = {"portable": 0, "joint_matrix": 1}
+
+PARAMS = ("bq", "bk", "bd", "bv", "sg_q", "sg_k", "stages", "grf")
+
+
+def uses_joint_matrix(caps: DeviceCaps) -> bool:
+    """The joint_matrix policy needs a matrix engine of the kernels' 8 x 16 x 16 DPAS shape."""
+    return caps.has_matrix_engine and tuple(caps.matrix_shape) == DPAS_SHAPE
+
+
+class XmxFamilyBase(SdpaFamilyBase):
+    """Space mapping, validation and defines of the xmx mainloop (sdpa_xmx_mainloop.hpp).
+
+    Subclasses set ``name``, ``mode``, ``source_file``, ``kernel_names``, ``extra_knobs`` and
+    implement ``parameter_space``, ``default_config`` and ``plan``. All methods are pure and
+    thread-safe; returned objects are new and owned by the caller.
+    """
+
+    needs_matrix_engine = True
+
+    def baselines(self, problem: ProblemSpec, caps: DeviceCaps) -> tuple[Baseline, ...]:
+        """The published Xe2 configs of this mode and head dim (``kernels/_baselines.py``).
+
+        Raises:
+            Nothing.
+        """
+        return tuple(Baseline(label, self.config_from_params(problem, params))
+                     for label, params in xmx_baseline_params(self.mode, problem.head_dim))
+
+    # --- availability ----------------------------------------------------------------------
+    def unavailable_reason(self, problem: ProblemSpec, caps: DeviceCaps) -> str | None:
+        """None if this device can run the family's kernels for this problem, else why not.
+
+        Raises:
+            Nothing: every failure is a reason string.
+        """
+        reason = super().unavailable_reason(problem, caps) or self._dtype_reason(problem)
+        if reason is not None:
+            return reason
+        if SUBGROUP not in caps.sub_group_sizes:
+            return (f"{self.name} needs subgroups of {SUBGROUP} lanes; the device offers "
+                    f"{', '.join(map(str, caps.sub_group_sizes)) or 'none'}")
+        if not caps.required_subgroup_size_ok:
+            return (f"{self.name} requires subgroup size {SUBGROUP}, which this OpenCL CPU "
+                    "runtime rejects: start the process with CL_CONFIG_CPU_VECTORIZER_MODE=0")
+        if problem.dtype == "fp16" and not caps.has_fp16:
+            return "the device has no fp16 support"
+        if problem.dtype == "bf16" and not caps.has_bf16:
+            return "the device has no bf16 support"
+        return None
+
+    def _dtype_reason(self, problem: ProblemSpec) -> str | None:
+        if problem.dtype in SERVED_DTYPES:
+            return None
+        return f"{self.name} serves {'/'.join(SERVED_DTYPES)}, not {problem.dtype}"
+
+    def _check_problem(self, problem: ProblemSpec) -> None:
+        super()._check_problem(problem)
+        reason = self._dtype_reason(problem)
+        if reason is not None:
+            raise InvalidProblem(reason)
+
+    # --- the space -------------------------------------------------------------------------
+    def config_from_params(
+        self, problem: ProblemSpec, params: Mapping[str, Any]
+    ) -> LauncherConfig:
+        """Turn one point of :meth:`parameter_space` into a LauncherConfig.
+
+        Raises:
+            InvalidConfig: if a parameter is missing, unknown or not an integer.
+        """
+        names = PARAMS + self.extra_knobs
+        missing = [n for n in names if n not in params]
+        unknown = sorted(set(params) - set(names))
+        if missing or unknown:
+            raise InvalidConfig(
+                f"{self.name} parameters: missing {missing or 'none'}, unknown {unknown or 'none'}"
+                f"; accepted: {', '.join(names)}"
+            )
+        try:
+            p = {n: int(params[n]) for n in names}
+        except (TypeError, ValueError) as exc:
+            raise InvalidConfig(f"{self.name} parameters must be integers: {exc}") from exc
+        return LauncherConfig(
+            family=self.name,
+            shape_qk=(p["bq"], p["bk"], p["bd"]),
+            shape_pv=(p["bq"], p["bv"], p["bk"]),
+            shape_out=(p["bq"], problem.head_dim_v),
+            subgroup_layout=(p["sg_q"], p["sg_k"]),
+            stages=p["stages"],
+            subgroup_size=SUBGROUP,
+            knobs=(("grf", p["grf"]), *((n, p[n]) for n in self.extra_knobs)),
+        )
+
+    def params_from_config(self, config: LauncherConfig) -> dict[str, Any]:
+        """Inverse of :meth:`config_from_params`.
+
+        Raises:
+            InvalidConfig: if the config lacks a knob of this family or has one it does not know.
+        """
+        knobs = dict(config.knobs)
+        expected = {"grf", *self.extra_knobs}
+        if set(knobs) != expected:
+            raise InvalidConfig(
+                f"{self.name} configs take the knobs {', '.join(sorted(expected))}; got "
+                f"{', '.join(sorted(knobs)) or 'none'}"
+            )
+        params: dict[str, Any] = {
+            "bq": config.bq, "bk": config.bk, "bd": config.bd, "bv": config.bv,
+            "sg_q": config.subgroup_layout[0], "sg_k": config.subgroup_layout[1],
+            "stages": config.stages, "grf": int(knobs["grf"]),
+        }
+        params.update({n: int(knobs[n]) for n in self.extra_knobs})
+        return params
+
+    # --- resources -------------------------------------------------------------------------
+    @staticmethod
+    def register_footprint(config: LauncherConfig, problem: ProblemSpec) -> int:
+        """64-byte registers one subgroup's fragments take (Shape::REGISTERS in C++).
+
+        Q [rows, BD] as fp16/bf16 (reloaded per D slice, as seed 000 does), S [rows, keys]
+        fp32, P [rows, keys] as fp16/bf16 and O [rows, Dv] fp32, where rows = BQ / sg_q and
+        keys = BK / sg_k are the subgroup's share. K/V operands, addresses and softmax rows are
+        not counted: the estimate is a lower bound, used to reject what cannot fit.
+        """
+        sg_q, sg_k = config.subgroup_layout
+        rows, keys = config.bq // sg_q, config.bk // sg_k
+        dv = problem.head_dim_v
+
+        def regs(nbytes: int) -> int:
+            return -(-nbytes // 64)
+
+        return (regs(rows * config.bd * ELEMENT_BYTES) + regs(rows * keys * 4)
+                + regs(rows * keys * ELEMENT_BYTES) + regs(rows * dv * 4))
+
+    @staticmethod
+    def expected_matrix_mads(config: LauncherConfig, problem: ProblemSpec) -> int:
+        """``OpCooperativeMatrixMulAddKHR`` instructions in the joint_matrix build's SPIR-V.
+
+        The fragment loops are fully unrolled and the K-block loop is not, so the program holds
+        the multiply-adds of one K block once: MF * NF * D / 16 for S = Q K^T plus
+        MF * NF * Dv / 16 for O += P V, with MF = BQ / sg_q / 8 row fragments and
+        NF = BK / sg_k / 16 key fragments of one subgroup (other kernels of the program have
+        none).
+        """
+        sg_q, sg_k = config.subgroup_layout
+        mf = config.bq // sg_q // DPAS_M
+        nf = config.bk // sg_k // DPAS_N
+        return mf * nf * (problem.head_dim + problem.head_dim_v) // DPAS_K
+
+    @staticmethod
+    def local_memory_bytes(config: LauncherConfig, problem: ProblemSpec, caps: DeviceCaps) -> int:
+        """Work-group local memory (Mainloop::LOCAL_FLOATS * 4 in C++).
+
+        Q of the tile [BQ, D] as fp16/bf16 (its area holds the [BQ, Dv / 2] fp32 combine chunk
+        after the K loop), the (m, l) rows [BQ, 2] fp32 when sg_k > 1, and with joint_matrix a
+        16 x 16 tail tile per subgroup.
+        """
+        sg_q, sg_k = config.subgroup_layout
+        total = config.bq * problem.head_dim * ELEMENT_BYTES
+        if sg_k > 1:
+            total += config.bq * 2 * 4
+        if uses_joint_matrix(caps):
+            total += sg_q * sg_k * TAIL_TILE_BYTES
+        return total
+
+    # --- validation ------------------------------------------------------------------------
+    def invalid_reason(
+        self, config: LauncherConfig, problem: ProblemSpec, caps: DeviceCaps
+    ) -> str | None:
+        """None if the config can run, else why not (mirrors sdpa_xmx_mainloop.hpp's Shape).
+
+        Raises:
+            Nothing: every failure is a reason string.
+        """
+        reason = self.unavailable_reason(problem, caps)
+        if reason is not None:
+            return reason
+        if config.family != self.name:
+            return f"the config belongs to family {config.family}, not {self.name}"
+        try:
+            p = self.params_from_config(config)
+        except InvalidConfig as exc:
+            return exc.reason
+        return self._shape_reason(config, p, problem) or self._device_reason(
+            config, p, problem, caps) or self._extra_reason(p, problem, caps)
+
+    def _shape_reason(
+        self, config: LauncherConfig, p: Mapping[str, Any], problem: ProblemSpec
+    ) -> str | None:
+        # LauncherConfig itself holds extents >= 1 and stages >= 0.
+        d, dv = problem.head_dim, problem.head_dim_v
+        bq, bk, bd, bv, sg_q, sg_k = (p[n] for n in ("bq", "bk", "bd", "bv", "sg_q", "sg_k"))
+        if config.shape_pv != (bq, bv, bk):
+            return f"shape_pv must be (BQ, BV, BK) = ({bq}, {bv}, {bk}), got {config.shape_pv}"
+        if config.shape_out != (bq, dv):
+            return f"shape_out must be (BQ, Dv) = ({bq}, {dv}), got {config.shape_out}"
+        checks = (
+            (config.subgroup_size == SUBGROUP,
+             f"subgroup_size must be {SUBGROUP} (DPAS), got {config.subgroup_size}"),
+            (p["grf"] in GRF_SIZES, f"grf must be 128 or 256, got {p['grf']}"),
+            # DPAS: a subgroup's rows are whole M = 8 fragments ...
+            (bq % sg_q == 0 and (bq // sg_q) % DPAS_M == 0,
+             f"rows per subgroup BQ / sg_q = {bq} / {sg_q} must be a multiple of {DPAS_M}"),
+            # ... its key share whole N = 16 fragments (2D block loads of 16 rows) ...
+            (bk % sg_k == 0 and (bk // sg_k) % DPAS_N == 0,
+             f"keys per subgroup BK / sg_k = {bk} / {sg_k} must be a multiple of {DPAS_N}"),
+            # ... and the D slice and V split whole K = 16 / N = 16 fragments.
+            (bd % DPAS_K == 0, f"BD {bd} must be a multiple of {DPAS_K}"),
+            (bv % DPAS_N == 0, f"BV {bv} must be a multiple of {DPAS_N}"),
+            (d % bd == 0, f"BD {bd} must divide the head dim {d}"),
+            (dv % bv == 0, f"BV {bv} must divide the V head dim {dv} (VTILES = Dv / BV)"),
+            # The sg_k combine moves O in two column halves of whole fragments.
+            (dv % (2 * DPAS_N) == 0, f"Dv {dv} must be a multiple of {2 * DPAS_N}"),
+        )
+        for ok, reason in checks:
+            if not ok:
+                return reason
+        return None
+
+    def _device_reason(
+        self, config: LauncherConfig, p: Mapping[str, Any], problem: ProblemSpec,
+        caps: DeviceCaps,
+    ) -> str | None:
+        items = p["sg_q"] * p["sg_k"] * SUBGROUP
+        grf = p["grf"]
+        if items > caps.max_work_group_size:
+            return (f"work-group of {items} work-items ({p['sg_q']} x {p['sg_k']} subgroups of "
+                    f"{SUBGROUP}) exceeds the device maximum {caps.max_work_group_size}")
+        if not caps.registers_per_thread:
+            # No register-file model (a CPU): the knob would only duplicate configs.
+            if grf != NO_GRF_MODEL_GRF:
+                return (f"grf {grf} is an Intel GPU register-file mode; {caps.name} has none "
+                        f"(use grf {NO_GRF_MODEL_GRF})")
+        else:
+            if grf not in caps.registers_per_thread:
+                return (f"grf {grf} is not offered by {caps.name} (registers per thread: "
+                        f"{', '.join(map(str, caps.registers_per_thread))})")
+            if grf == max(GRF_SIZES) and items > caps.max_work_items_large_grf:
+                return (f"with grf {grf} a work-group holds at most "
+                        f"{caps.max_work_items_large_grf // SUBGROUP} subgroups of {SUBGROUP}; "
+                        f"{p['sg_q']} x {p['sg_k']} = {p['sg_q'] * p['sg_k']}")
+            regs = self.register_footprint(config, problem)
+            if regs > grf:
+                return (f"register footprint {regs} (Q, S, P, O fragments of a subgroup) exceeds "
+                        f"grf {grf} registers per thread")
+        local = self.local_memory_bytes(config, problem, caps)
+        if local > caps.local_mem_bytes:
+            return f"local memory {local} B exceeds the device's {caps.local_mem_bytes} B"
+        return None
+
+    # --- build -----------------------------------------------------------------------------
+    def defines(
+        self, config: LauncherConfig, problem: ProblemSpec, caps: DeviceCaps
+    ) -> dict[str, int]:
+        """The compile-time parameters of one build (become -DXE2T_<NAME>=value).
+
+        GRF is emitted only for an Intel GPU: 256 becomes the grf_size<256> kernel property,
+        which the CPU back end rejects for the whole program.
+        """
+        p = self.params_from_config(config)
+        defines = {
+            "D": problem.head_dim, "DTYPE": DTYPE_CODES[problem.dtype], "BQ": p["bq"],
+            "BK": p["bk"], "BD": p["bd"], "BV": p["bv"], "VTILES": config.vtiles,
+            "SG_Q": p["sg_q"], "SG_K": p["sg_k"], "STAGES": config.stages,
+            "POLICY": POLICIES["joint_matrix" if uses_joint_matrix(caps) else "portable"],
+        }
+        if caps.is_intel_gpu and caps.registers_per_thread:
+            defines["GRF"] = p["grf"]
+        return defines
+
+    @staticmethod
+    def work_group_items(config: LauncherConfig) -> int:
+        """Work-items of one work-group: sg_q * sg_k subgroups of 16."""
+        return config.subgroup_layout[0] * config.subgroup_layout[1] * SUBGROUP

@@ -1,0 +1,115 @@
+"""The confirmation round: nothing is called best until it beat the rest side by side.
+
+Trials are timed minutes apart, and these machines drift by 20-50 % between minutes: a config
+timed in a fast minute looks better than one timed in a slow one. So before a study stores its
+best, its fastest few configs, its default and its baselines are re-timed together, in
+alternating rounds in one worker (``TrialRunner.compare``); the best and every speedup come
+from that round, never from a default timed in another run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from xe2tune.db import ConfirmationEntry, ConfirmationRecord, ResultStore, TrialRow
+from xe2tune.errors import InvalidConfig
+from xe2tune.harness import TrialStatus
+from xe2tune.harness._runner import MeasureRequest
+from xe2tune.kernels import DeviceCaps, KernelFamily, LauncherConfig, ProblemSpec
+
+if TYPE_CHECKING:
+    from xe2tune.tuner._trial_runner import TrialRunner
+
+
+@dataclass(frozen=True)
+class ConfirmSettings:
+    """How hard to confirm: ``rounds`` alternating rounds over the ``top`` fastest configs."""
+
+    rounds: int = 4
+    top: int = 3
+
+    def __post_init__(self) -> None:
+        if self.rounds < 1:
+            raise ValueError(f"--confirm-rounds must be >= 1, got {self.rounds}")
+        if self.top < 1:
+            raise ValueError(f"the confirmation needs at least one config, got top={self.top}")
+
+
+@dataclass(frozen=True)
+class _Entry:
+    row: TrialRow
+    config: LauncherConfig
+    role: str
+    label: str | None
+
+
+def _runnable(row: TrialRow, family: KernelFamily, problem: ProblemSpec,
+              caps: DeviceCaps) -> LauncherConfig | None:
+    # Rows may come from remote submissions or older kernels: only configs that still run here.
+    try:
+        config = LauncherConfig.from_dict(row.config)
+    except (InvalidConfig, ValueError, TypeError):
+        return None
+    return config if family.invalid_reason(config, problem, caps) is None else None
+
+
+def round_entries(rows: list[TrialRow], default_hash: str, baselines: Mapping[str, str], *,
+                  top: int, family: KernelFamily, problem: ProblemSpec,
+                  caps: DeviceCaps) -> list[_Entry]:
+    """The default, the baselines and the ``top`` fastest others among a study's OK trials."""
+    ok = sorted((r for r in rows if r.status is TrialStatus.OK and r.measurement
+                 and r.measurement.median_s), key=lambda r: (r.objective, r.id))
+    entries: list[_Entry] = []
+    candidates = 0
+    for row in ok:
+        config = _runnable(row, family, problem, caps)
+        if config is None:
+            continue
+        label = baselines.get(row.config_hash) or row.baseline
+        if row.config_hash == default_hash:
+            entries.append(_Entry(row, config, "default", None))
+        elif label is not None:
+            entries.append(_Entry(row, config, "baseline", label))
+        elif candidates < top:
+            candidates += 1
+            entries.append(_Entry(row, config, "candidate", None))
+    return entries
+
+
+def confirm(store: ResultStore, runner: TrialRunner, request: MeasureRequest, *, study_id: int,
+            baselines: Mapping[str, str], settings: ConfirmSettings,
+            caps: DeviceCaps) -> ConfirmationRecord | None:
+    """Re-time a study's top configs, default and baselines side by side and store the round.
+
+    ``request`` names the family, the problem and (as its config) the study's default. Returns
+    the stored round, or None when the study has no OK trial or nothing ran OK in the round.
+
+    Raises:
+        TrialAbandoned: the runner was asked to stop (nothing is stored).
+        WorkerError: the runner failed.
+        StoreError: the database failed.
+    """
+    family, problem = request.family, request.problem
+    entries = round_entries(store.trials(study_id), request.config.config_hash(), baselines,
+                            top=settings.top, family=family, problem=problem, caps=caps)
+    if not entries:
+        return None
+    results = runner.compare([MeasureRequest(family, problem, e.config, request.seed)
+                              for e in entries], settings.rounds)
+    confirmed = []
+    for entry, result in zip(entries, results, strict=True):
+        ok = result.status is TrialStatus.OK and result.timing is not None
+        rounds = result.extra.get("compare", {}).get("round_medians_s", ())
+        confirmed.append(ConfirmationEntry(
+            trial_id=entry.row.id, config_hash=entry.row.config_hash, role=entry.role,
+            label=entry.label, status=result.status,
+            median_s=result.timing.median if ok and result.timing else None,
+            round_medians=tuple(rounds)))
+    if not any(e.median_s for e in confirmed):
+        return None
+    record = ConfirmationRecord(study_id=study_id, rounds=settings.rounds,
+                                entries=tuple(confirmed))
+    store.record_confirmation(record)
+    return record
