@@ -4,7 +4,10 @@ A browser on any web page can be made to send requests to a loopback server unde
 the attacker controls (DNS rebinding) and read the answers; the Host header is the one thing
 such a request cannot fake, so every request's Host must be one of the configured names
 (loopback by default), else 400. Request bodies are buffered up to ``max_body_bytes`` before the
-app sees them, so an oversize body is a 413 whether it declares its length or is chunked.
+app sees them, so an oversize body is a 413 whether it declares its length or is chunked. The
+rest of an oversize body is read and dropped (up to ``DRAIN_BYTES``) before the 413 is sent:
+clients send the whole body before reading the answer, and a server that closes on unread
+data resets the connection, so the client would see a reset instead of the 413.
 Both answers are JSON ``{"detail": "<one line>"}`` like every other error of the API.
 """
 
@@ -18,6 +21,7 @@ if TYPE_CHECKING:
     from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+DRAIN_BYTES = 64 << 20  # past this an oversize upload is answered mid-way (and likely reset)
 
 
 def normalize_host(name: str) -> str:
@@ -70,14 +74,15 @@ class RequestGuard:
         if length is None and b"transfer-encoding" not in headers:
             await self.app(scope, receive, send)  # no body
             return
-        if length is not None and (not length.isdigit() or int(length) > self.max_body_bytes):
-            await _reject(send, 413, f"request body of {length.decode('latin-1')[:20]} bytes; "
-                                     f"accepted: at most {self.max_body_bytes} bytes")
-            return
-        body = await self._read_body(receive)
+        declared = length is not None and (not length.isdigit()
+                                           or int(length) > self.max_body_bytes)
+        body = None if declared else await self._read_body(receive)
         if body is None:
-            await _reject(send, 413, f"request body over {self.max_body_bytes} bytes; "
-                                     f"accepted: at most {self.max_body_bytes} bytes")
+            await _drain(receive)
+            size = f"of {length.decode('latin-1')[:20]}" if declared else \
+                f"over {self.max_body_bytes}"
+            await _reject(send, 413, f"request body {size} bytes; accepted: at most "
+                                     f"{self.max_body_bytes} bytes")
             return
         await self.app(scope, _replay(body, receive), send)
 
@@ -96,6 +101,18 @@ class RequestGuard:
             chunks.append(chunk)
             if not message.get("more_body", False):
                 return b"".join(chunks)
+
+
+async def _drain(receive: Receive) -> None:
+    """Read and drop the rest of a request body, up to DRAIN_BYTES."""
+    drained = 0
+    while drained <= DRAIN_BYTES:
+        message = await receive()
+        if message["type"] != "http.request":
+            return
+        drained += len(message.get("body", b""))
+        if not message.get("more_body", False):
+            return
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:

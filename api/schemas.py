@@ -107,6 +107,12 @@ class BestPublic(_Public):
     peak_source: str | None = Field(description="catalog or measured device peaks")
     default_median_s: float | None
     speedup: float | None = Field(description="default config's median / this median")
+    confirmed_rounds: int | None = Field(
+        default=None,
+        description="alternating rounds in which the best, the default and the baselines were "
+                    "re-timed side by side (the medians and speedups above come from them); "
+                    "None when the study was never confirmed")
+    confirmed_at: datetime | None = None
     baseline: str | None = Field(default=None,
                                  description="the label when the best is a seeded baseline")
     baselines: list[BaselinePublic] = Field(
@@ -126,7 +132,8 @@ class BestPublic(_Public):
             source_hash=best.source_hash, median_s=best.median_s, tflops=best.tflops,
             gbps=best.gbps, roofline_fraction=best.roofline_fraction,
             peak_source=best.peak_source, default_median_s=best.default_median_s,
-            speedup=best.speedup, baseline=best.baseline,
+            speedup=best.speedup, confirmed_rounds=best.confirmed_rounds,
+            confirmed_at=best.confirmed_at, baseline=best.baseline,
             baselines=[BaselinePublic.from_result(b) for b in best.baselines],
             study_id=best.study_id, trial_id=best.trial_id, measured_at=best.measured_at,
         )

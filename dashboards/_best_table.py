@@ -48,6 +48,9 @@ class BestRow:
     tflops: float | None
     roofline_pct: float | None
     speedup: float | None  # over the default config of the same study; None if not measured
+    # Alternating rounds in which best, default and baselines were re-timed side by side (the
+    # time and speedups come from them); None when the study was never confirmed.
+    confirmed_rounds: int | None
     trial_id: int
     baseline: str | None  # the label when the best is itself a seeded baseline
     baselines: tuple[BaselineCell, ...]  # by label
@@ -84,7 +87,8 @@ def _get_best_table_info(best: Sequence[BestResult]) -> BestTableInfo:
             causal=b.problem.causal, config=config_label(b.config), time_ms=b.median_s * 1e3,
             tflops=b.tflops,
             roofline_pct=None if b.roofline_fraction is None else b.roofline_fraction * 100,
-            speedup=b.speedup, trial_id=b.trial_id, baseline=b.baseline,
+            speedup=b.speedup, confirmed_rounds=b.confirmed_rounds, trial_id=b.trial_id,
+            baseline=b.baseline,
             baselines=tuple(_baseline_cell(baseline) for baseline in b.baselines),
         )
         for b in best

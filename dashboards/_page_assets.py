@@ -32,7 +32,7 @@ PAGE_SCRIPT = """
     ["dtype", "dtype"], ["q_len", "q"], ["kv_len", "kv"], ["heads_q", "Hq"],
     ["heads_kv", "Hkv"], ["batch", "B"], ["causal", "causal"], ["config", "config"],
     ["time_ms", "time (ms)"], ["tflops", "TFLOP/s"], ["roofline_pct", "roofline %"],
-    ["speedup", "speedup vs default"]];
+    ["speedup", "speedup vs default"], ["confirmed_rounds", "confirmed (rounds)"]];
   const textColumns = new Set(["device", "family", "mode", "dtype", "config", "baseline"]);
 
   // Every seeded baseline gets its time and the best's speedup over it, after the fixed ones.

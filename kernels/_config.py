@@ -39,6 +39,12 @@ class LauncherConfig:
     tuple of (name, value), so equal configs hash equally and ``str`` is stable across runs.
     ``family`` names the kernel family the shapes belong to: the same shapes in two families are
     two different kernels, so the family is part of the string form and the hash.
+
+    Construction checks every field's type and hard bounds (extents 1..MAX_EXTENT, stages
+    0..MAX_STAGES, knobs of bool, C++ int or short string; no bool, float, NaN or Infinity for
+    an int) and raises ``InvalidConfig`` naming the field and what is accepted; whether the
+    config fits its family's space, the problem and the device is the family's
+    ``invalid_reason``.
     """
 
     family: str
@@ -108,10 +114,13 @@ class LauncherConfig:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any], *, family: str | None = None) -> LauncherConfig:
-        """Parse the JSON form; raises InvalidConfig naming what is missing or malformed.
+        """Parse the JSON form.
 
         ``family`` is used when the JSON names none (a config written by hand for one problem,
         whose mode implies the family); a family in the JSON always wins.
+
+        Raises:
+            InvalidConfig: naming the field that is missing, unknown or malformed.
         """
         if not isinstance(data, dict):
             raise InvalidConfig("a config must be a JSON object")

@@ -63,11 +63,14 @@ class XmxFamilyBase(SdpaFamilyBase):
     needs_matrix_engine = True
 
     def baselines(self, problem: ProblemSpec, caps: DeviceCaps) -> tuple[Baseline, ...]:
-        """The published Xe2 configs of this mode and head dim (``kernels/_baselines.py``).
+        """The published Xe2 configs of this mode and head dim (``kernels/_baselines.py``);
+        none for a dtype the family does not serve.
 
         Raises:
             Nothing.
         """
+        if problem.mode != self.mode or problem.dtype not in ("fp16", "bf16"):
+            return ()
         return tuple(Baseline(label, self.config_from_params(problem, params))
                      for label, params in xmx_baseline_params(self.mode, problem.head_dim))
 

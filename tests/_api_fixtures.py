@@ -21,6 +21,7 @@ from pathlib import Path
 
 import optuna
 
+from xe2tune.api import Settings
 from xe2tune.db import DeviceRecord, open_store
 from xe2tune.harness import (
     CorrectnessReport,
@@ -188,6 +189,11 @@ def shared_database(base_dir: Path) -> FilledDb:
     if key not in _SHARED:
         _SHARED[key] = fill_database(str(base_dir / "api_shared.db"))
     return _SHARED[key]
+
+
+def api_settings(**fields: object) -> Settings:
+    """Settings for an app under TestClient, whose requests carry the Host header "testserver"."""
+    return Settings(allowed_hosts=("testserver",), **fields)
 
 
 def free_port() -> int:

@@ -17,6 +17,7 @@ from _api_fixtures import (
     FAMILY,
     PROBLEMS_A,
     FilledDb,
+    api_settings,
     best_fraction,
     fill_database,
     launcher_config,
@@ -27,7 +28,7 @@ from _api_fixtures import (
 from fastapi.testclient import TestClient
 from typer.testing import CliRunner
 
-from xe2tune.api import Settings, create_app, create_asgi_app
+from xe2tune.api import create_app, create_asgi_app
 from xe2tune.api._index import BestIndex
 from xe2tune.cli import app
 from xe2tune.db import BestQuery, load_json, open_store
@@ -44,7 +45,7 @@ def filled(tmp_path_factory: pytest.TempPathFactory) -> FilledDb:
 
 @pytest.fixture(scope="module")
 def client(filled: FilledDb) -> Iterator[TestClient]:
-    with TestClient(create_asgi_app(Settings(db_url=filled.url))) as test_client:
+    with TestClient(create_asgi_app(api_settings(db_url=filled.url))) as test_client:
         yield test_client
 
 
@@ -140,7 +141,7 @@ def test_best_keeps_causal_and_mode_apart(client: TestClient):
 
 
 def test_best_repeats_identical_bytes_from_the_fast_path(client: TestClient):
-    index = client.app.app.state.best_index
+    index = client.app.app.app.state.best_index
     raw = b"head_dim=128&dtype=fp16&seq=4096"
     first = client.get(f"/v1/best?{raw.decode()}")
     assert index.cached_raw(raw) is not None  # the next request never reaches the router
@@ -153,7 +154,7 @@ def test_best_repeats_identical_bytes_from_the_fast_path(client: TestClient):
 def test_best_never_remembers_a_bad_query_string(client: TestClient):
     raw = b"head_dim=128&dtype=fp16&seq=0"
     assert client.get(f"/v1/best?{raw.decode()}").status_code == 422
-    assert client.app.app.state.best_index.cached_raw(raw) is None
+    assert client.app.app.app.state.best_index.cached_raw(raw) is None
 
 
 def test_best_404_hints_what_is_tuned_and_how_to_tune(client: TestClient):
@@ -350,7 +351,7 @@ def _payload(fraction: float = 0.5, bq: int = 128) -> dict:
 
 
 def test_post_is_disabled_without_a_configured_token(empty_db: str):
-    with TestClient(create_app(Settings(db_url=empty_db))) as client:
+    with TestClient(create_app(api_settings(db_url=empty_db))) as client:
         response = client.post("/v1/results", json=_payload(),
                                headers={"Authorization": f"Bearer {TOKEN}"})
     assert response.status_code == 403
@@ -358,7 +359,7 @@ def test_post_is_disabled_without_a_configured_token(empty_db: str):
 
 
 def test_post_needs_the_right_bearer_token(empty_db: str):
-    with TestClient(create_app(Settings(db_url=empty_db, api_token=TOKEN))) as client:
+    with TestClient(create_app(api_settings(db_url=empty_db, api_token=TOKEN))) as client:
         missing = client.post("/v1/results", json=_payload())
         assert missing.status_code == 401
         assert missing.headers["www-authenticate"] == "Bearer"
@@ -373,8 +374,8 @@ def test_post_needs_the_right_bearer_token(empty_db: str):
 
 def test_post_stores_once_and_is_idempotent(empty_db: str):
     auth = {"Authorization": f"Bearer {TOKEN}"}
-    with TestClient(create_app(Settings(db_url=empty_db, api_token=TOKEN,
-                                        index_poll_s=0.05))) as client:
+    with TestClient(create_app(api_settings(db_url=empty_db, api_token=TOKEN,
+                                            index_poll_s=0.05))) as client:
         assert _best(client, head_dim=128, dtype="fp16", seq=1024).status_code == 404
         created = client.post("/v1/results", json=_payload(), headers=auth)
         assert created.status_code == 201 and created.json()["created"] is True
@@ -403,7 +404,7 @@ def test_post_stores_once_and_is_idempotent(empty_db: str):
 ])
 def test_post_422_names_what_is_inconsistent(empty_db: str, change: dict, named: str):
     auth = {"Authorization": f"Bearer {TOKEN}"}
-    with TestClient(create_app(Settings(db_url=empty_db, api_token=TOKEN))) as client:
+    with TestClient(create_app(api_settings(db_url=empty_db, api_token=TOKEN))) as client:
         response = client.post("/v1/results", json={**_payload(), **change}, headers=auth)
         assert response.status_code == 422
         assert named in response.json()["detail"]

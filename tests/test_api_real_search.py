@@ -7,9 +7,10 @@ import subprocess
 from collections.abc import Iterator
 
 import pytest
+from _api_fixtures import api_settings
 from fastapi.testclient import TestClient
 
-from xe2tune.api import Settings, create_asgi_app
+from xe2tune.api import create_asgi_app
 
 SEARCH = ["xe2tune", "search", "--head-dim", "64", "--mode", "prefill", "--no-causal",
           "--seq", "96", "--dtype", "fp16", "--heads-q", "4", "--heads-kv", "2",
@@ -26,7 +27,7 @@ def searched(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict]:
 
 @pytest.fixture(scope="module")
 def client(searched: tuple[str, dict]) -> Iterator[TestClient]:
-    with TestClient(create_asgi_app(Settings(db_url=searched[0]))) as test_client:
+    with TestClient(create_asgi_app(api_settings(db_url=searched[0]))) as test_client:
         yield test_client
 
 

@@ -18,6 +18,7 @@ from xe2tune.kernels import (
     device_catalog,
     families_for,
     family_for,
+    family_for_mode,
     family_source_hash,
     search_family,
     source_hash,
@@ -129,3 +130,34 @@ def test_live_cpu_caps_report_the_runtime_truthfully(cpu_caps):
     assert cpu_caps.is_intel_gpu is False and cpu_caps.registers_per_thread == ()
     # The runtime's own answer for ext_intel_matrix; no CPU seen here has reported it.
     assert cpu_caps.has_matrix_engine == ("ext_intel_matrix" in cpu_caps.aspects)
+
+
+XE2_COUNTS = {  # valid xmx configs of hd128 fp16 (prefill, GQA decode): the Xe2 rules are shared
+    "b580": (6336, 4050), "b570": (6336, 4050), "arc140v": (6336, 4050),
+}
+
+
+@pytest.mark.parametrize("key", sorted(XE2_COUNTS))
+def test_xe2_catalog_devices_search_the_matrix_family_first(key):
+    caps = catalog_device(key).caps
+    decode = ProblemSpec("decode", 128, "fp16", 1, 4096, heads_q=32, heads_kv=8)
+    for problem, count in zip((PREFILL, decode), XE2_COUNTS[key], strict=True):
+        family = search_family(problem, caps)
+        xmx = family.members[0]
+        assert xmx.needs_matrix_engine and family.members[1].name == family_for_mode(
+            problem.mode).name
+        assert sum(1 for _ in xmx.valid_configs(problem, caps)) == count
+        assert family.default_config(problem, caps).family == xmx.name
+        valid = [b.label for b in family.baselines(problem, caps)
+                 if family.invalid_reason(b.config, problem, caps) is None]
+        assert "SYCL*TLA example" in valid
+    sage = [b for b in search_family(PREFILL, caps).baselines(PREFILL, caps)
+            if b.label == "seed 000 SageV1"]
+    assert len(sage) == 1 and search_family(PREFILL, caps).invalid_reason(
+        sage[0].config, PREFILL, caps) is None
+
+
+def test_fp32_on_a_b580_is_the_vector_lane_family_alone():
+    caps = catalog_device("b580").caps
+    problem = ProblemSpec("prefill", 128, "fp32", 512, 512)
+    assert [f.name for f in families_for(problem, caps)] == ["sdpa_prefill"]

@@ -128,7 +128,7 @@ NON_DEFAULT = {
 }
 NON_DEFAULT_SHAPES = {
     "prefill": [(129, 1000, 8, 2, True), (1000, 17, 4, 4, False)],
-    "decode": [(1, 1000, 32, 8, False), (16, 129, 8, 2, True)],
+    "decode": [(1, 1000, 32, 4, False), (16, 129, 8, 2, True)],
 }
 
 

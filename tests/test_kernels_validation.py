@@ -91,7 +91,6 @@ INVALID = [
     ("prefill", 128, dict(bq=128, rows_per_item=1), _with(max_work_group_size=64),
      "exceeds the device maximum 64"),
     ("prefill", 256, dict(bk=64), _with(local_mem_bytes=64 * 1024), "local memory"),
-    ("prefill", 128, dict(stages=-1), CPU_CAPS, "stages must be >= 0"),
     ("prefill", 128, {}, _with(has_fp16=False), "no fp16"),
     ("prefill", 128, dict(kv_pack=True, kv_stage=False), CPU_CAPS, "it needs kv_stage"),
     ("decode", 128, dict(kv_chunk=100), CPU_CAPS, "kv_chunk 100 must be a positive multiple"),
@@ -177,10 +176,17 @@ def test_params_config_round_trip_over_a_sample(mode):
     assert valid > 0
 
 
+def test_negative_stages_are_refused_when_the_config_is_made():
+    problem = P()
+    with pytest.raises(InvalidConfig, match="stages must be an integer in 0"):
+        family_for_mode("prefill").config_from_params(problem, {**PREFILL, "stages": -1})
+
+
 def test_registry():
-    assert set(family_names()) == {"sdpa_prefill", "sdpa_decode"}
+    assert set(family_names()) == {"sdpa_xmx_prefill", "sdpa_xmx_decode", "sdpa_prefill",
+                                   "sdpa_decode"}
     assert get_family("sdpa_decode").mode == "decode"
-    with pytest.raises(InvalidConfig, match="accepted: sdpa_prefill, sdpa_decode"):
+    with pytest.raises(InvalidConfig, match="accepted: sdpa_xmx_prefill, sdpa_xmx_decode"):
         get_family("nope")
     with pytest.raises(InvalidConfig, match="no kernel family serves mode"):
         family_for_mode("training")

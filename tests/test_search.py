@@ -55,7 +55,10 @@ def test_search_stores_consistent_rows_and_resumes_without_remeasuring(tmp_path)
     assert row2["measured"] == 2
     stored = ok_trials(url)
     assert len(stored) == 5 and len({r.config_hash for r in stored}) == 5
-    assert row2["best_median_s"] <= row["best_median_s"]
+    # Each run's best and default come from its own confirmation round (timings of two runs are
+    # never compared: the machine drifts between them), where the best is the round's fastest.
+    assert row["confirmed_rounds"] and row2["confirmed_rounds"]
+    assert row2["best_median_s"] <= row2["default_median_s"]
 
     best = subprocess.run(["xe2tune", "best", "--head-dim", "64", "--dtype", "fp32",
                            "--seq", "128", "--heads-q", "2", "--heads-kv", "2", "--db", url,

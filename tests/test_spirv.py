@@ -197,7 +197,7 @@ def test_inspect_json_on_the_live_cpu_device(cpu_caps):
 
 @pytest.mark.parametrize(("args", "needle"), [
     (["--target", "nosuch"], "accepted: b580"),
-    (["--target", "b580", "--family", "nosuch"], "accepted: sdpa_prefill"),
+    (["--target", "b580", "--family", "nosuch"], "accepted: sdpa_xmx_prefill"),
     (["--target", "b580", "--device", "opencl:cpu"], "exclude each other"),
 ])
 def test_inspect_bad_input_is_one_line(args, needle):

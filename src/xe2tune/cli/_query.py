@@ -76,6 +76,8 @@ def _print_best(best: BestResult) -> None:
         figures.append(f"{best.speedup:.3g}x over the default config")
     if best.baseline is not None:
         figures.append(f"the seeded baseline {escape(repr(best.baseline))}")
+    figures.append(f"confirmed side by side in {best.confirmed_rounds} rounds"
+                   if best.confirmed_rounds else "not confirmed (trials timed apart)")
     console.print(" · ".join(figures), highlight=False)
     for seeded in best.baselines:  # a tuned result is always shown against the baselines
         outcome = (f"{seeded.median_s * 1e3:.4g} ms, best is {seeded.speedup:.3g}x faster"

@@ -13,6 +13,7 @@ from rich.live import Live
 from rich.table import Table
 
 from xe2tune.cli._app import app, console, err_console, fail
+from xe2tune.cli._bench import MAX_EXTENT
 from xe2tune.cli._devices import DeviceOption, JsonOption
 from xe2tune.cli._dry_run import print_dry_run
 from xe2tune.cli._session import open_runner, open_session
@@ -42,9 +43,12 @@ def _csv(text: str | None, cast: type) -> list | None:
     if text is None:
         return None
     try:
-        return [cast(v.strip()) for v in text.split(",") if v.strip()]
+        values = [cast(v.strip()) for v in text.split(",") if v.strip()]
     except ValueError:
         raise InvalidProblem(f"cannot read {text!r} as a comma-separated list") from None
+    if cast is int and not all(1 <= v <= MAX_EXTENT for v in values):
+        raise InvalidProblem(f"every value of {text!r} must be in 1..{MAX_EXTENT}")
+    return values
 
 
 def _fmt_ms(seconds: float | None) -> str:
@@ -157,9 +161,9 @@ def search(
     causal: Annotated[bool | None, typer.Option("--causal/--no-causal",
                                                 help="default: both")] = None,
     dtype: Annotated[str | None, typer.Option(help="comma list of fp16, bf16, fp32")] = None,
-    heads_q: Annotated[int | None, typer.Option("--heads-q")] = None,
-    heads_kv: Annotated[int | None, typer.Option("--heads-kv")] = None,
-    batch: Annotated[int | None, typer.Option()] = None,
+    heads_q: Annotated[int | None, typer.Option("--heads-q", min=1, max=MAX_EXTENT)] = None,
+    heads_kv: Annotated[int | None, typer.Option("--heads-kv", min=1, max=MAX_EXTENT)] = None,
+    batch: Annotated[int | None, typer.Option(min=1, max=MAX_EXTENT)] = None,
     sampler: Annotated[str, typer.Option(help="search strategy")] = DEFAULT_SAMPLER,
     trials: Annotated[int | None, typer.Option(help="trials per problem in this run")] = None,
     timeout: Annotated[float | None, typer.Option(help="overall seconds")] = None,
