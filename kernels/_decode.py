@@ -29,6 +29,30 @@ WIDE_TILES = {"subgroup_size": 16, "bk": 32, "bd": 32, "bv": 32}
 MIN_SPLIT_GROUPS = 4
 
 
+def split_kv_launches(
+    kernel_names: tuple[str, ...], problem: ProblemSpec, qscale: float, kv_chunk: int, *,
+    split_global: tuple[int, int], split_local: tuple[int, int],
+    combine_global: tuple[int, int], combine_local: tuple[int, int],
+) -> tuple[KernelLaunch, KernelLaunch]:
+    """The two launches of a split-KV decode (both decode families' kernels take these
+    arguments): phase 1 writes per-chunk partials to ``part_o``/``part_ml``, phase 2 combines."""
+    shape = (problem.q_len, problem.kv_len, problem.heads_q, problem.heads_kv)
+    split = KernelLaunch(
+        kernel=kernel_names[0],
+        args=("q", "k", "v", "part_o", "part_ml", *shape, qscale, int(problem.causal),
+              kv_chunk),
+        arg_types=("buffer",) * 5 + ("int",) * 4 + ("float", "int", "int"),
+        global_size=split_global, local_size=split_local,
+    )
+    combine = KernelLaunch(
+        kernel=kernel_names[1],
+        args=("part_o", "part_ml", "o", *shape, kv_chunk),
+        arg_types=("buffer",) * 3 + ("int",) * 5,
+        global_size=combine_global, local_size=combine_local,
+    )
+    return split, combine
+
+
 class DecodeFamily(SdpaFamilyBase):
     """Decode: phase 1 per (rows, KV chunk) partials, phase 2 combine.
 
@@ -126,22 +150,10 @@ class DecodeFamily(SdpaFamilyBase):
         row_tiles = -(-rows // config.bq)
         chunks = -(-problem.kv_len // kv_chunk)
         heads = problem.batch * problem.heads_kv
-        shape = (problem.q_len, problem.kv_len, problem.heads_q, problem.heads_kv)
-        split = KernelLaunch(
-            kernel=self.kernel_names[0],
-            args=("q", "k", "v", "part_o", "part_ml", *shape, self.qscale(problem, scale),
-                  int(problem.causal), kv_chunk),
-            arg_types=("buffer",) * 5 + ("int",) * 4 + ("float", "int", "int"),
-            global_size=(heads // hb, row_tiles * chunks * nt),
-            local_size=(1, nt),
-        )
-        combine = KernelLaunch(
-            kernel=self.kernel_names[1],
-            args=("part_o", "part_ml", "o", *shape, kv_chunk),
-            arg_types=("buffer",) * 3 + ("int",) * 5,
-            global_size=(heads, rows),
-            local_size=(1, 1),
-        )
+        split, combine = split_kv_launches(
+            self.kernel_names, problem, self.qscale(problem, scale), kv_chunk,
+            split_global=(heads // hb, row_tiles * chunks * nt), split_local=(1, nt),
+            combine_global=(heads, rows), combine_local=(1, 1))
         partials = heads * chunks * rows
         scratch = {"part_o": 4 * partials * problem.head_dim_v, "part_ml": 8 * partials}
         return LaunchPlan(self.source_file, self.kernel_names, self.defines(config, problem, caps),

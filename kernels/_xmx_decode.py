@@ -7,8 +7,9 @@ from typing import Any
 
 from xe2tune.kernels._baselines import xmx_baseline_params
 from xe2tune.kernels._config import LauncherConfig
+from xe2tune.kernels._decode import split_kv_launches
 from xe2tune.kernels._device_caps import DeviceCaps
-from xe2tune.kernels._family import Baseline, KernelLaunch, LaunchPlan
+from xe2tune.kernels._family import LaunchPlan
 from xe2tune.kernels._problem import ProblemSpec
 from xe2tune.kernels._xmx_family import DPAS_M, SUBGROUP, XmxFamilyBase
 
@@ -69,17 +70,6 @@ class XmxDecodeFamily(XmxFamilyBase):
             return f"kv_chunk {params['kv_chunk']} must be a positive multiple of BK {params['bk']}"
         return None
 
-    def baselines(self, problem: ProblemSpec, caps: DeviceCaps) -> tuple[Baseline, ...]:
-        """The published decode configs for the problem's head dim (valid or not here).
-
-        Raises:
-            Nothing.
-        """
-        if self.unavailable_reason(problem, caps) is not None:
-            return ()
-        return tuple(Baseline(label, self.config_from_params(problem, params))
-                     for label, params in xmx_baseline_params(self.mode, problem.head_dim))
-
     def default_config(self, problem: ProblemSpec, caps: DeviceCaps) -> LauncherConfig:
         """The first valid published config or fallback, ``kv_chunk`` halved (down to BK) until
         phase 1 has a work-group per compute unit.
@@ -120,22 +110,10 @@ class XmxDecodeFamily(XmxFamilyBase):
         row_tiles = -(-rows // config.bq)
         chunks = -(-problem.kv_len // kv_chunk)
         heads = problem.batch * problem.heads_kv
-        shape = (problem.q_len, problem.kv_len, problem.heads_q, problem.heads_kv)
-        split = KernelLaunch(
-            kernel=self.kernel_names[0],
-            args=("q", "k", "v", "part_o", "part_ml", *shape, self.qscale(problem, scale),
-                  int(problem.causal), kv_chunk),
-            arg_types=("buffer",) * 5 + ("int",) * 4 + ("float", "int", "int"),
-            global_size=(heads, row_tiles * chunks * items),
-            local_size=(1, items),
-        )
-        combine = KernelLaunch(
-            kernel=self.kernel_names[1],
-            args=("part_o", "part_ml", "o", *shape, kv_chunk),
-            arg_types=("buffer",) * 3 + ("int",) * 5,
-            global_size=(heads * rows, problem.head_dim_v),
-            local_size=(1, SUBGROUP),
-        )
+        split, combine = split_kv_launches(
+            self.kernel_names, problem, self.qscale(problem, scale), kv_chunk,
+            split_global=(heads, row_tiles * chunks * items), split_local=(1, items),
+            combine_global=(heads * rows, problem.head_dim_v), combine_local=(1, SUBGROUP))
         partials = heads * chunks * row_tiles * config.bq
         scratch = {"part_o": 4 * partials * problem.head_dim_v, "part_ml": 8 * partials}
         return LaunchPlan(self.source_file, self.kernel_names,

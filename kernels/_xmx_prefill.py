@@ -8,7 +8,7 @@ from typing import Any
 from xe2tune.kernels._baselines import xmx_baseline_params
 from xe2tune.kernels._config import LauncherConfig
 from xe2tune.kernels._device_caps import DeviceCaps
-from xe2tune.kernels._family import Baseline, KernelLaunch, LaunchPlan
+from xe2tune.kernels._family import KernelLaunch, LaunchPlan
 from xe2tune.kernels._problem import ProblemSpec
 from xe2tune.kernels._xmx_family import XmxFamilyBase
 
@@ -54,17 +54,6 @@ class XmxPrefillFamily(XmxFamilyBase):
             "stages": (0, 1, 2, 3),
             "grf": (128, 256),
         }
-
-    def baselines(self, problem: ProblemSpec, caps: DeviceCaps) -> tuple[Baseline, ...]:
-        """The published configs for the problem's head dim (valid or not on this device).
-
-        Raises:
-            Nothing.
-        """
-        if self.unavailable_reason(problem, caps) is not None:
-            return ()
-        return tuple(Baseline(label, self.config_from_params(problem, params))
-                     for label, params in xmx_baseline_params(self.mode, problem.head_dim))
 
     def default_config(self, problem: ProblemSpec, caps: DeviceCaps) -> LauncherConfig:
         """The head dim's first valid baseline (SageV1 for 128), else the first valid fallback.
