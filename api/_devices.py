@@ -12,5 +12,14 @@ router = APIRouter(prefix="/v1/devices", tags=["devices"])
 
 @router.get("", response_model=list[DeviceRecord])
 def list_devices(store: StoreDep) -> list[DeviceRecord]:
-    """Every device, oldest first; the peaks are what roofline fractions were computed from."""
-    return store.devices()
+    """Every device, oldest first, with the peaks roofline fractions are computed from: its
+    measured FMA and copy ceilings when it has them (as the CLI uses), else the stored ones."""
+    out = []
+    for device in store.devices():
+        measured = store.ceilings(device.id) if device.id is not None else None
+        if measured is not None:
+            device = device.model_copy(update={"peak_flops": dict(measured.flops),
+                                               "peak_bandwidth": measured.bandwidth,
+                                               "peak_source": "measured"})
+        out.append(device)
+    return out

@@ -42,7 +42,8 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         index.refresh()
         app.state.store = store
         app.state.best_index = index
-        app.state.dashboard = DashboardCache(store)
+        dashboard = app.state.dashboard = DashboardCache(store)
+        dashboard.start_ahead(settings.index_poll_s)  # the page never waits for a recompute
         poller = asyncio.create_task(_poll(index, settings.index_poll_s))
         try:
             yield
@@ -50,5 +51,6 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
             poller.cancel()
             with suppress(asyncio.CancelledError):
                 await poller
+            await run_in_threadpool(dashboard.close)
     finally:
         store.close()

@@ -17,7 +17,7 @@ from xe2tune.api.schemas import (
     ValidationErrorPublic,
 )
 from xe2tune.db import ResultFilters, ResultSubmission, SubmitOutcome
-from xe2tune.harness import TrialStatus
+from xe2tune.measurement import TrialStatus
 
 MAX_ID = 2**63 - 1
 MAX_EXTENT = 2**31 - 1

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from fastapi import FastAPI
+from fastapi_offline import FastAPIOffline
 
 from xe2tune import __version__
 from xe2tune.api import _best, _configs, _dashboard, _devices, _health, _results, _studies
@@ -11,6 +12,8 @@ from xe2tune.api._fastpath import BestFastPath
 from xe2tune.api._guards import RequestGuard
 from xe2tune.api._lifespan import lifespan
 from xe2tune.api.settings import Settings, get_settings
+
+DOCS_ASSETS = "/static/docs"
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
@@ -25,7 +28,9 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         ['/v1/best']
     """
     chosen = settings or get_settings()
-    app = FastAPI(
+    # Swagger UI and ReDoc from the assets fastapi-offline ships, not a CDN: /docs works offline.
+    app = FastAPIOffline(
+        static_url=DOCS_ASSETS,
         title="xe2tune",
         version=__version__,
         summary="Best launcher configs of flash-attention SYCL kernels, and their results.",

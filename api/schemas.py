@@ -15,8 +15,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from xe2tune.db import BaselineResult, BestQuery, BestResult, ResultRow
-from xe2tune.harness import TrialStatus
 from xe2tune.kernels import LauncherConfig, ProblemSpec
+from xe2tune.measurement import TrialStatus
 
 DEFAULT_PAGE_SIZE = 100
 MAX_PAGE_SIZE = 1000

@@ -1,12 +1,16 @@
 """Load benchmark of ``GET /v1/best``: p50/p99 latency and throughput at 200 connections.
 
+Two query mixes: ``--queries fixed`` repeats six query strings (what one launcher asks);
+``--queries varied`` draws ``--distinct`` strings from the database's tuned problems and nearby
+untuned lengths (nearest fallback), across devices and dtypes (what a lab's launchers ask).
+
 Target (issue 5): with a database of 100,000 measurements, from a loopback load generator at
 200 concurrent connections on a 2-core machine, p99 < 20 ms and >= 2,000 requests/s.
 
 What it does:
   1. Fills a SQLite database with N synthetic measurements through the store's public write
-     API (``ResultStore.record_trial``), in parallel processes, and keeps it in the xe2tune
-     cache dir so later runs reuse it (it is checked by counting rows).
+     API (``ResultStore.record_trials``, one transaction per study), in parallel processes,
+     and keeps it in the xe2tune cache dir so later runs reuse it (checked by counting rows).
   2. Starts ``xe2tune serve --workers W`` on a free loopback port against it.
   3. Paced (open-loop) run, which decides the target: 2,000 requests/s offered over 200
      keep-alive connections on a fixed schedule, latency measured from each request's scheduled
@@ -20,28 +24,30 @@ before the run is printed because other processes on the machine skew the result
 
 Usage:
     python benchmarks/api_load.py [--measurements 100000] [--connections 200] [--duration 20]
+        [--queries fixed|varied] [--distinct 2000]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import dataclasses
-import hashlib
+import concurrent.futures
 import multiprocessing
 import os
+import random
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 # The synthetic-trial builders the API tests use; shared rather than copied.
-from _api_fixtures import DEVICE_A, launcher_config, ok_result, running_server  # noqa: E402
+from _api_fixtures import DEVICE_A, FillPlan, fill_studies, running_server  # noqa: E402
 
 from xe2tune import config  # noqa: E402
 from xe2tune.db import open_store  # noqa: E402
@@ -76,50 +82,30 @@ def problems() -> list[ProblemSpec]:
     return out
 
 
-def _fraction(key: str) -> float:
-    digest = int.from_bytes(hashlib.sha256(key.encode()).digest()[:4], "big")
-    return 0.05 + 0.85 * digest / 2**32
+def fill(url: str, plan: FillPlan, workers: int) -> None:
+    """Store the plan through ``ResultStore.record_trials`` in ``workers`` processes."""
+    open_store(url).close()  # migrate once before the workers race to
+    started = time.monotonic()
+    print(f"filling {url} with {plan.measurements} measurements over {len(plan.problems)} "
+          f"problems x {len(plan.devices)} devices through ResultStore.record_trials "
+          f"({workers} processes) ...", flush=True)
+    count = len(plan.studies())
+    chunks = [(url, plan, list(range(w, count, workers))) for w in range(workers)]
+    with multiprocessing.get_context("spawn").Pool(workers) as pool:
+        done = sum(pool.map(fill_studies, chunks))
+    print(f"filled {done} measurements in {time.monotonic() - started:.0f} s", flush=True)
 
 
-def _fill_studies(args: tuple[str, list[tuple[int, int]]]) -> int:
-    """One worker: (problem index, trial count) pairs, one transaction per trial."""
-    url, work = args
-    store = open_store(url)
-    try:
-        source_id = store.upsert_kernel_source(FAMILY, SOURCE_HASH)
-        device_id = store.upsert_device(DEVICE_A)
-        all_problems = problems()
-        for index, n_trials in work:
-            problem = all_problems[index]
-            study = store.get_or_create_study(
-                device_id=device_id, kernel_source_id=source_id,
-                problem_id=store.upsert_problem(problem), sampler="random",
-                optuna_study_name=None)
-            for i in range(n_trials):
-                bq = (32, 64, 128, 256)[i % 4]
-                bk = (16, 32, 64, 128)[i // 4 % 4]
-                stages = 1 + i // 16 % 4
-                config = dataclasses.replace(
-                    launcher_config(problem.head_dim, bq, bk, stages, 1 + i // 64 % 8),
-                    knobs=(("variant", i // 512),))
-                result = ok_result(problem, config, _fraction(f"{problem.key()}:{i}"))
-                store.record_trial(study.id, result, number=i, is_default=i == 0)
-    finally:
-        store.close()
-    return sum(n for _, n in work)
-
-
-def database(measurements: int, workers: int) -> str:
-    """The benchmark database URL, filled on first use and reused while it has N rows."""
-    path = config.cache_dir() / "bench" / f"api_load_{measurements}.db"
+def reusable(path: Path, measurements: int) -> bool:
+    """True when the database at ``path`` holds exactly ``measurements`` trials; else removed."""
     url = f"sqlite:///{path}"
     if path.exists():
         try:
-            store = open_store(url)
+            store = open_store(url)  # migrates a database of an older schema
             try:
                 if store.count_results() == measurements:
                     print(f"reusing {path} ({measurements} measurements)")
-                    return url
+                    return True
             finally:
                 store.close()
         except StoreError as exc:  # e.g. written by an older development schema
@@ -127,17 +113,15 @@ def database(measurements: int, workers: int) -> str:
         for suffix in ("", "-wal", "-shm"):
             Path(f"{path}{suffix}").unlink(missing_ok=True)
     path.parent.mkdir(parents=True, exist_ok=True)
-    count = len(problems())
-    per_problem = [measurements // count + (i < measurements % count) for i in range(count)]
-    open_store(url).close()  # migrate once before the workers race to
-    started = time.monotonic()
-    print(f"filling {path} with {measurements} measurements through ResultStore.record_trial "
-          f"({workers} processes; reused on later runs) ...", flush=True)
-    chunks = [(url, [(i, per_problem[i]) for i in range(w, count, workers)])
-              for w in range(workers)]
-    with multiprocessing.get_context("spawn").Pool(workers) as pool:
-        done = sum(pool.map(_fill_studies, chunks))
-    print(f"filled {done} measurements in {time.monotonic() - started:.0f} s")
+    return False
+
+
+def database(measurements: int, workers: int) -> str:
+    """The benchmark database URL, filled on first use and reused while it has N rows."""
+    path = config.cache_dir() / "bench" / f"api_load_{measurements}.db"
+    url = f"sqlite:///{path}"
+    if not reusable(path, measurements):
+        fill(url, FillPlan(tuple(problems()), (DEVICE_A,), measurements), workers)
     return url
 
 
@@ -158,9 +142,37 @@ def fetch(url: str) -> bytes:
         return response.read()
 
 
-def run_wrk(base: str, connections: int, duration: int, threads: int) -> dict[str, float]:
+def varied_queries(url: str, count: int, seed: int = 16) -> list[str]:
+    """``count`` distinct query strings drawn from the database's tuned problems: a third ask a
+    tuned key exactly, two thirds a nearby untuned length (answered by the nearest tuned one),
+    across every device and dtype, each naming its device as a lab's launcher does."""
+    store = open_store(url, read_only=True)
+    try:
+        tuned = store.best_per_problem()
+    finally:
+        store.close()
+    if not tuned:
+        raise SystemExit(f"nothing tuned in {url}: no queries to draw")
+    rng = random.Random(seed)
+    queries: dict[str, None] = {}
+    for _ in range(count * 20):
+        if len(queries) == count:
+            break
+        best = rng.choice(tuned)
+        p = best.problem
+        seq = p.kv_len if rng.random() < 1 / 3 else max(1, int(p.kv_len * rng.uniform(0.7, 1.4)))
+        params = {"head_dim": p.head_dim, "dtype": p.dtype, "seq": seq, "mode": p.mode,
+                  "causal": str(p.causal).lower(), "device": best.device}
+        if p.mode == "decode":
+            params.update(heads_q=p.heads_q, heads_kv=p.heads_kv)
+        queries[urllib.parse.urlencode(params)] = None
+    return list(queries)
+
+
+def run_wrk(base: str, queries: list[str], connections: int, duration: int,
+            threads: int) -> dict[str, float]:
     """wrk's latency percentiles (ms), throughput and error counts."""
-    paths = ", ".join(f'"/v1/best?{q}"' for q in QUERIES)
+    paths = ", ".join(f'"/v1/best?{q}"' for q in queries)
     with tempfile.NamedTemporaryFile("w", suffix=".lua", delete=False) as script:
         script.write(WRK_SCRIPT % paths)
     command = ["wrk", f"-t{threads}", f"-c{connections}", f"-d{duration}s", "--latency",
@@ -212,10 +224,10 @@ async def _paced_connection(port: int, requests: list[bytes], start: float, inte
         writer.close()
 
 
-async def _paced_load(port: int, rate: float, connections: int, duration: float
-                      ) -> tuple[list[float], list[int], float]:
+async def _paced_load(port: int, queries: list[str], rate: float, connections: int,
+                      duration: float) -> tuple[list[float], list[int], float]:
     requests = [f"GET /v1/best?{q} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".encode()
-                for q in QUERIES]
+                for q in queries]
     interval = connections / rate
     start = time.perf_counter() + 1.0  # uvloop's loop.time() has only millisecond resolution
     latencies: list[float] = []
@@ -228,7 +240,8 @@ async def _paced_load(port: int, rate: float, connections: int, duration: float
     return latencies, statuses, time.perf_counter() - start
 
 
-def run_paced(base: str, rate: float, connections: int, duration: int) -> dict[str, float]:
+def run_paced(base: str, queries: list[str], rate: float, connections: int,
+              duration: int) -> dict[str, float]:
     """Open-loop load: ``rate`` requests/s offered over ``connections`` keep-alive connections.
 
     Each connection sends on a fixed schedule (staggered across connections), so the offered
@@ -240,7 +253,8 @@ def run_paced(base: str, rate: float, connections: int, duration: int) -> dict[s
     port = int(base.rsplit(":", 1)[1])
     print(f"$ paced load: {rate:.0f} req/s offered over {connections} connections for "
           f"{duration} s (asyncio + uvloop, in this process)", flush=True)
-    latencies, statuses, elapsed = uvloop.run(_paced_load(port, rate, connections, duration))
+    latencies, statuses, elapsed = uvloop.run(_paced_load(port, queries, rate, connections,
+                                                               duration))
     ordered = sorted(latencies)
 
     def pct(p: float) -> float:
@@ -257,46 +271,68 @@ def _line(name: str, result: dict[str, float]) -> str:
             f"socket errors {result['socket_errors']:.0f}")
 
 
-def main() -> None:
-    """Parse arguments, fill, serve, load, report."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--measurements", type=int, default=100_000)
+def warm_up(base: str, queries: list[str], workers: int) -> float:
+    """Ask every query so each server worker has validated and indexed it; the seconds taken.
+
+    The first sight of a query string in a worker goes through ``ResultStore.best``; the kernel
+    spreads connections over the workers, so each query is asked a few times per worker, from
+    8 threads (a lab's launchers do not ask one at a time either).
+    """
+    started = time.monotonic()
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        list(pool.map(lambda q: fetch(f"{base}/v1/best?{q}"), queries * 4 * workers))
+    return time.monotonic() - started
+
+
+def load(base: str, queries: list[str], args: argparse.Namespace) -> tuple[dict, dict]:
+    """The paced run at ``args.rate`` and the wrk closed-loop run, printed and returned."""
+    print(f"server {base} ({args.workers} workers); load average before the run: "
+          + ", ".join(f"{v:.2f}" for v in os.getloadavg()))
+    paced = run_paced(base, queries, args.rate, args.connections, args.duration)
+    closed = run_wrk(base, queries, args.connections, args.duration, args.wrk_threads)
+    print(f"GET /v1/best, {len(queries)} distinct queries, {args.connections} connections"
+          f"\n  {_line(f'paced at {args.rate:.0f} req/s offered', paced)}"
+          f"\n  {_line('wrk, as fast as it goes', closed)}")
+    # The last scheduled requests finish just after the window: allow 1 % on the rate.
+    ok = paced["p99_ms"] < TARGET_P99_MS and paced["rps"] >= args.rate * 0.99 \
+        and paced["non_2xx"] == 0
+    print(f"target (p99 < {TARGET_P99_MS:.0f} ms while serving >= {args.rate:.0f} req/s): "
+          + ("MET" if ok else "MISSED"))
+    return paced, closed
+
+
+def add_load_arguments(parser: argparse.ArgumentParser) -> None:
+    """The load options, shared with ``dashboard_scale.py``."""
     parser.add_argument("--connections", type=int, default=200)
     parser.add_argument("--duration", type=int, default=20, help="seconds of load")
     parser.add_argument("--rate", type=float, default=TARGET_RPS,
                         help="offered requests/s of the paced (open-loop) run")
     parser.add_argument("--wrk-threads", type=int, default=1)
     parser.add_argument("--workers", type=int, default=2, help="xe2tune serve --workers")
+    parser.add_argument("--queries", choices=("fixed", "varied"), default="fixed",
+                        help="fixed: the 6 QUERIES over and over; varied: --distinct query "
+                             "strings drawn from the tuned problems and nearby untuned ones")
+    parser.add_argument("--distinct", type=int, default=2000,
+                        help="distinct query strings of --queries varied")
+
+
+def main() -> None:
+    """Parse arguments, fill, serve, load, report."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--measurements", type=int, default=100_000)
     parser.add_argument("--fill-workers", type=int, default=os.cpu_count() or 2)
+    add_load_arguments(parser)
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         raise SystemExit("wrk is not installed: apt-get install -y wrk (Debian package)")
     url = database(args.measurements, args.fill_workers)
+    queries = (list(QUERIES) if args.queries == "fixed"
+               else varied_queries(url, args.distinct))
     with tempfile.TemporaryDirectory() as tmp, \
             running_server(url, Path(tmp) / "serve.log", workers=args.workers) as base:
-        # The first sight of a query string in each worker validates and indexes it; the
-        # kernel spreads connections over the workers, so ask each query a few times.
-        started = time.monotonic()
-        for query in QUERIES * 4 * args.workers:
-            fetch(f"{base}/v1/best?{query}")
-        print(f"warm-up ({len(QUERIES)} queries, first answers through ResultStore.best): "
-              f"{time.monotonic() - started:.1f} s")
-        print(f"server {base} ({args.workers} workers); load average before the run: "
-              + ", ".join(f"{v:.2f}" for v in os.getloadavg()))
-        paced = run_paced(base, args.rate, args.connections, args.duration)
-        closed = run_wrk(base, args.connections, args.duration, args.wrk_threads)
-        started = time.monotonic()
-        size = len(fetch(f"{base}/dashboard/data"))
-        print(f"dashboard data at this size: {size / 1e6:.1f} MB built and sent in "
-              f"{time.monotonic() - started:.1f} s")
-    where = f"GET /v1/best, {args.measurements} measurements, {args.connections} connections"
-    print(f"{where}\n  {_line(f'paced at {args.rate:.0f} req/s offered', paced)}"
-          f"\n  {_line('wrk, as fast as it goes', closed)}")
-    # The last scheduled requests finish just after the window: allow 1 % on the rate.
-    ok = paced["p99_ms"] < TARGET_P99_MS and paced["rps"] >= TARGET_RPS * 0.99 \
-        and paced["non_2xx"] == 0
-    print(f"target (p99 < {TARGET_P99_MS:.0f} ms while serving >= {TARGET_RPS:.0f} req/s): "
-          + ("MET" if ok else "MISSED"))
+        print(f"warm-up ({len(queries)} queries, first answers through ResultStore.best): "
+              f"{warm_up(base, queries, args.workers):.1f} s")
+        load(base, queries, args)
 
 
 if __name__ == "__main__":

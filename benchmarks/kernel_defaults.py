@@ -24,13 +24,13 @@ import numpy as np
 
 from xe2tune.harness import (
     BufferRotation,
+    PlanExecutor,
     device_caps,
     device_seconds,
     last_level_cache_bytes,
     open_queue,
     sdpa_work,
 )
-from xe2tune.harness._executor import PlanExecutor
 from xe2tune.kernels import (
     ProblemSpec,
     build_program,

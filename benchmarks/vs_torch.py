@@ -34,10 +34,11 @@ from xe2tune.db import BestQuery, open_store
 from xe2tune.harness import (
     CEILING_SETTINGS,
     BenchSettings,
+    ConfigRunner,
+    MeasureRequest,
     measure_copy_bandwidth,
     sdpa_work,
 )
-from xe2tune.harness._runner import ConfigRunner, MeasureRequest
 from xe2tune.kernels import LauncherConfig, ProblemSpec, family_for_mode, make_inputs
 from xe2tune.tuner import (
     DEFAULT_SAMPLER,

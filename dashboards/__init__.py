@@ -1,20 +1,27 @@
 """Dashboards of tuning results: data per view in ``_get_*_info``, drawing in ``_build_*``.
 
-The server (``xe2tune serve``) shows them live at ``/``; ``xe2tune report`` writes them into one
-offline HTML file. plotly is imported only by ``_plotly_imports`` and only when drawing.
+The server (``xe2tune serve``) shows them live at ``/``, a summary first and each view fetched
+when shown; ``xe2tune report`` writes them, bounded, into one offline HTML file.
+plotly is imported only by ``_plotly_imports`` and only when drawing.
 """
 
 from __future__ import annotations
 
-from xe2tune.dashboards._collect import DashboardInfo, ImportanceSource, collect_dashboard_info
+from xe2tune.dashboards._best_table import MAX_PAGE_ROWS, BestPageQuery, SortKey
+from xe2tune.dashboards._collect import DashboardSummary, ImportanceSource, collect_summary
 from xe2tune.dashboards._plotly_imports import plotly_js, plotly_version
+from xe2tune.dashboards._roofline import MAX_POINTS as ROOFLINE_POINTS
 from xe2tune.dashboards._service import DashboardCache, report_html
 
 __all__ = [
+    "MAX_PAGE_ROWS",
+    "ROOFLINE_POINTS",
+    "BestPageQuery",
     "DashboardCache",
-    "DashboardInfo",
+    "DashboardSummary",
     "ImportanceSource",
-    "collect_dashboard_info",
+    "SortKey",
+    "collect_summary",
     "plotly_js",
     "plotly_version",
     "report_html",

@@ -1,4 +1,8 @@
-"""Reading the store once per data version into the info objects every view is drawn from."""
+"""What the dashboard reads from the store: a small summary first, the rest per view on demand.
+
+The summary (devices, problems, counts, the best config of every tuned problem) is what the page
+loads; a roofline, a table page or a study is read when it is shown (see ``_service``).
+"""
 
 from __future__ import annotations
 
@@ -9,49 +13,60 @@ from typing import TYPE_CHECKING
 from xe2tune.dashboards._best_table import BestTableInfo, _get_best_table_info
 from xe2tune.dashboards._convergence import ConvergenceInfo, _get_convergence_info
 from xe2tune.dashboards._importance import ImportanceInfo, _get_importance_info
-from xe2tune.dashboards._roofline import RooflineInfo, _get_roofline_info
+from xe2tune.db import ResultFilters
 from xe2tune.errors import StoreError
+from xe2tune.measurement import TrialStatus
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     import optuna
 
-    from xe2tune.db import ResultStore, StudyRecord
+    from xe2tune.db import BestResult, DeviceRecord, ResultStore, StudyRecord
 
 
 @dataclass(frozen=True)
-class DashboardInfo:
-    """Every view's data at one data version of the store."""
+class DashboardSummary:
+    """The store at one data version, in the size of its tuned problems, not its trials."""
 
     version: int
-    rooflines: tuple[RooflineInfo, ...]
-    table: BestTableInfo
-    convergence: tuple[ConvergenceInfo, ...]
+    n_measurements: int  # trials of every status
+    n_ok: int
+    devices: tuple[DeviceRecord, ...]
     studies: tuple[StudyRecord, ...]
+    table: BestTableInfo
 
     @property
-    def n_points(self) -> int:
-        """Measured configs drawn on the roofline charts, all devices together."""
-        return sum(r.n_points for r in self.rooflines)
+    def n_problems(self) -> int:
+        """Problems with at least one study."""
+        return len({s.problem_id for s in self.studies})
 
 
-def collect_dashboard_info(store: ResultStore) -> DashboardInfo:
+def collect_summary(store: ResultStore,
+                    best: Sequence[BestResult] | None = None) -> DashboardSummary:
     """One consistent read: version first, so a concurrent write only makes it look older.
+
+    ``best`` is the store's ``best_per_problem()`` when the caller has already read it (the
+    rooflines need it too, and it is the slowest read of the summary).
 
     Raises:
         StoreError: the database could not be read.
     """
     version = store.data_version()
-    frame = store.results_frame()
-    best = store.best_per_problem()
-    studies = tuple(store.studies())
-    rooflines = tuple(_get_roofline_info(frame, device, best) for device in store.devices())
-    per_study = dict(tuple(frame.groupby("study_id"))) if len(frame) else {}
-    convergence = tuple(
-        _get_convergence_info(study, per_study[study.id])
-        for study in studies if study.id in per_study
-    )
-    return DashboardInfo(version=version, rooflines=rooflines, table=_get_best_table_info(best),
-                         convergence=convergence, studies=studies)
+    return DashboardSummary(
+        version=version, n_measurements=store.count_results(),
+        n_ok=store.count_results(ResultFilters(status=TrialStatus.OK)),
+        devices=tuple(store.devices()), studies=tuple(store.studies()),
+        table=_get_best_table_info(store.best_per_problem() if best is None else best))
+
+
+def collect_convergence(store: ResultStore, study: StudyRecord) -> ConvergenceInfo:
+    """One study's convergence, read when the study is opened.
+
+    Raises:
+        StoreError: the database could not be read.
+    """
+    return _get_convergence_info(study, store.results_frame(ResultFilters(study_id=study.id)))
 
 
 class ImportanceSource:

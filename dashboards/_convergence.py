@@ -9,8 +9,9 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pandas as pd
 
-from xe2tune.dashboards._labels import problem_label
+from xe2tune.dashboards._labels import study_label
 from xe2tune.dashboards._plotly_imports import graph_objects
+from xe2tune.dashboards._roofline import WEBGL_ABOVE
 
 if TYPE_CHECKING:
     from xe2tune.db import StudyRecord
@@ -59,8 +60,7 @@ def _get_convergence_info(study: StudyRecord, rows: pd.DataFrame) -> Convergence
         running.append(best if math.isfinite(best) else None)
     return ConvergenceInfo(
         study_id=study.id,
-        title=f"study {study.id}: {problem_label(study.problem)} on {study.device_name} "
-              f"({study.family}, {study.sampler})",
+        title=study_label(study),
         numbers=tuple(numbers), values_ms=tuple(values), best_so_far_ms=tuple(running),
         default_ms=default, n_failed=sum(v is None for v in values),
     )
@@ -74,7 +74,9 @@ def _build_convergence_figure(info: ConvergenceInfo) -> Any:
     running = np.asarray([np.nan if v is None else v for v in info.best_so_far_ms], dtype=float)
     measured = ~np.isnan(values)
     fig = go.Figure()
-    fig.add_trace(go.Scatter(x=numbers[measured], y=values[measured], mode="markers",
+    # A campaign's study runs for thousands of trials: WebGL markers past a few thousand.
+    scatter = go.Scattergl if measured.sum() > WEBGL_ABOVE else go.Scatter
+    fig.add_trace(scatter(x=numbers[measured], y=values[measured], mode="markers",
                              name="trial median", marker={"size": 6}))
     fig.add_trace(go.Scatter(x=numbers, y=running, mode="lines", line={"shape": "hv"},
                              name="best so far"))
@@ -83,7 +85,8 @@ def _build_convergence_figure(info: ConvergenceInfo) -> Any:
                       annotation_text="default config")
     failed = f"; {info.n_failed} failed" if info.n_failed else ""
     fig.update_layout(title={"text": f"{info.title}<br><sup>{len(info.numbers)} trials"
-                                     f"{failed}</sup>"},
+                                     f"{failed}</sup>", "x": 0.01, "xanchor": "left",
+                             "font": {"size": 13}},
                       xaxis={"title": "trial number"}, yaxis={"title": "median time (ms)"},
-                      height=340, margin={"t": 70})
+                      height=360, margin={"t": 80}, legend={"orientation": "h", "y": -0.25})
     return fig

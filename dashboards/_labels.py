@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from xe2tune.kernels import ProblemSpec
+if TYPE_CHECKING:
+    from xe2tune.db import StudyRecord
+    from xe2tune.kernels import ProblemSpec
 
 
 def problem_label(problem: ProblemSpec) -> str:
@@ -31,3 +33,10 @@ def config_label(config: dict[str, Any], *, with_family: bool = False) -> str:
     if knobs:
         text += " " + " ".join(f"{k}={v}" for k, v in sorted(knobs.items()))
     return text
+
+
+def study_label(study: StudyRecord) -> str:
+    """e.g. ``study 7: prefill d128 fp16 q1024 kv1024 h8/8 b1 on Arc B580 (sdpa_xmx_prefill,
+    tpe)``."""
+    return (f"study {study.id}: {problem_label(study.problem)} on {study.device_name} "
+            f"({study.family}, {study.sampler})")

@@ -1,76 +1,104 @@
-"""The dashboard page: figures and table rows as one JSON payload, drawn by a small script.
+"""The dashboard page and the JSON of each view it draws.
 
-The same page serves ``/`` (plotly.js from the server, polling for new data while a search
-runs) and ``xe2tune report`` (plotly.js and the payload inlined, no polling: one offline file).
+The live page (``/``) embeds only the summary and fetches each view when it shows it: a roofline
+per device, a page of the best-configs table, a study. ``xe2tune report`` embeds the same views,
+bounded (every device's roofline, the first ``REPORT_ROWS`` table rows, the ``REPORT_STUDIES``
+studies with the most trials), and plotly.js: one offline file whose size does not grow with
+the database.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Mapping
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 from xe2tune.dashboards._convergence import _build_convergence_figure
 from xe2tune.dashboards._importance import _build_importance_figure
+from xe2tune.dashboards._labels import study_label
 from xe2tune.dashboards._page_assets import PAGE_CSS, PAGE_SCRIPT
 from xe2tune.dashboards._plotly_imports import plotly_js, to_json
 from xe2tune.dashboards._roofline import _build_roofline_figure
 
 if TYPE_CHECKING:
-    from xe2tune.dashboards._best_table import BestRow
-    from xe2tune.dashboards._collect import DashboardInfo
+    from xe2tune.dashboards._best_table import BestPage, BestRow
+    from xe2tune.dashboards._collect import DashboardSummary
+    from xe2tune.dashboards._convergence import ConvergenceInfo
     from xe2tune.dashboards._importance import ImportanceInfo
-
-
-def _figure(figure: Any) -> dict[str, Any]:
-    return figure.to_plotly_json()
+    from xe2tune.dashboards._roofline import RooflineInfo
 
 
 def _table_row(row: BestRow) -> dict[str, Any]:
-    """A best row as the script's flat record: each baseline as two sortable cells."""
+    """A best row as the script's flat record, its baselines as a list for the expanded view."""
     flat = {f.name: getattr(row, f.name) for f in dataclasses.fields(row)
             if f.name != "baselines"}
-    for cell in row.baselines:
-        flat[f"baseline_ms:{cell.label}"] = cell.time_ms
-        flat[f"baseline_speedup:{cell.label}"] = cell.speedup
+    flat["baselines"] = [dataclasses.asdict(cell) for cell in row.baselines]
     return flat
 
 
-def _importance_view(info: ImportanceInfo) -> dict[str, Any]:
-    figure = _figure(_build_importance_figure(info)) if info.note is None else None
+def summary_view(summary: DashboardSummary, *, study_ids: set[int] | None = None
+                 ) -> dict[str, Any]:
+    """The first payload: counts, devices, the table's filters, the study list."""
+    studies = [s for s in summary.studies if study_ids is None or s.id in study_ids]
+    return {
+        "version": summary.version,
+        "counts": {"measurements": summary.n_measurements, "ok": summary.n_ok,
+                   "problems": summary.n_problems, "tuned": len(summary.table.rows),
+                   "studies": len(summary.studies), "devices": len(summary.devices)},
+        "devices": [{"id": d.id, "name": d.name} for d in summary.devices],
+        "filters": {"device": summary.table.devices, "dtype": summary.table.dtypes,
+                    "head_dim": summary.table.head_dims, "mode": summary.table.modes},
+        "baselines": summary.table.baseline_labels,
+        "studies": [[s.id, study_label(s)] for s in studies],
+    }
+
+
+def roofline_view(info: RooflineInfo) -> dict[str, Any]:
+    """One device's roofline: the figure and how many measurements its points stand for."""
+    figure = _build_roofline_figure(info).to_plotly_json()
+    return {"device_id": info.device_id, "device": info.device, "n_points": info.n_points,
+            "n_measurements": info.n_measurements, "caption": info.caption,
+            "figure": figure, "hover_lines": _shared_hover_lines(figure["data"])}
+
+
+def _shared_hover_lines(traces: list[dict[str, Any]]) -> list[str]:
+    """Send each hover's first two lines (problem, config) once: the distinct lines, and per
+    trace ``hover_line_ids`` (two index lists) beside ``text`` (the rest of each hover), which
+    the page joins again. Every best and baseline is drawn, so the hovers are most of a
+    roofline's bytes, and a lab's thousands of points share few problems and configs."""
+    ids: dict[str, int] = {}
+    for trace in traces:
+        texts = trace.get("text")
+        if trace.get("meta") == "roof" or texts is None or len(texts) == 0:
+            continue
+        parts = [str(text).split("<br>", 2) for text in texts]
+        trace["hover_line_ids"] = [[ids.setdefault(p[line], len(ids)) for p in parts]
+                                   for line in (0, 1)]
+        trace["text"] = [p[2] for p in parts]
+    return list(ids)
+
+
+def best_page_view(page: BestPage) -> dict[str, Any]:
+    """One table page."""
+    return {"total": page.total, "rows": [_table_row(row) for row in page.rows]}
+
+
+def study_view(info: ConvergenceInfo) -> dict[str, Any]:
+    """One study's convergence chart."""
+    return {"id": info.study_id, "title": info.title,
+            "figure": _build_convergence_figure(info).to_plotly_json()}
+
+
+def importance_view(info: ImportanceInfo) -> dict[str, Any]:
+    """One study's importance: a figure, or the note saying why there is none."""
+    figure = _build_importance_figure(info).to_plotly_json() if info.note is None else None
     return {"study_id": info.study_id, "figure": figure, "note": info.note}
 
 
-def importance_json(info: ImportanceInfo) -> str:
-    """One study's importance view as JSON: a figure, or the note saying why there is none."""
-    return to_json(_importance_view(info))
-
-
-def dashboard_payload_json(info: DashboardInfo,
-                           importances: Mapping[int, ImportanceInfo] | None = None) -> str:
-    """Everything the page script draws, as JSON; studies without importances load them lazily."""
-    importances = importances or {}
-    return to_json({
-        "version": info.version,
-        "n_points": info.n_points,
-        "rooflines": [{"device": r.device, "n_points": r.n_points,
-                       "figure": _figure(_build_roofline_figure(r))} for r in info.rooflines],
-        "table": {
-            "rows": [_table_row(row) for row in info.table.rows],
-            "filters": {"device": info.table.devices, "dtype": info.table.dtypes,
-                        "head_dim": info.table.head_dims, "mode": info.table.modes},
-            "baselines": info.table.baseline_labels,
-        },
-        "studies": [
-            {"id": c.study_id, "title": c.title,
-             "convergence": _figure(_build_convergence_figure(c)),
-             "importance": (_importance_view(importances[c.study_id])
-                            if c.study_id in importances else None)}
-            for c in info.convergence
-        ],
-    })
+def view_json(view: Any) -> str:
+    """A view as JSON text (plotly's encoder: numpy arrays included)."""
+    return to_json(view)
 
 
 def _script_safe(text: str) -> str:
@@ -78,8 +106,9 @@ def _script_safe(text: str) -> str:
     return text.replace("</", "<\\/")
 
 
-def render_page(payload_json: str, *, plotly_src: str | None, poll_s: float | None) -> str:
-    """The HTML page around a :func:`dashboard_payload` serialised as JSON.
+def render_page(summary_json: str, *, embedded_json: str | None, plotly_src: str | None,
+                poll_s: float | None) -> str:
+    """The HTML page around a summary (and, for a report, every view embedded).
 
     ``plotly_src=None`` inlines plotly.js; ``poll_s=None`` never polls (a static report).
     """
@@ -90,6 +119,8 @@ def render_page(payload_json: str, *, plotly_src: str | None, poll_s: float | No
     settings = {"pollMs": None if poll_s is None else int(poll_s * 1000),
                 "live": poll_s is not None,
                 "generated": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC")}
+    embedded = (f"<script type=\"application/json\" id=\"xe2t-embedded\">"
+                f"{_script_safe(embedded_json)}</script>" if embedded_json is not None else "")
     return (
         "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
         "<title>xe2tune dashboard</title>"
@@ -101,12 +132,12 @@ def render_page(payload_json: str, *, plotly_src: str | None, poll_s: float | No
         "run <code>xe2tune search</code>.</p><div id=\"rooflines\"></div></section>"
         "<section><h2>Best configs</h2><div id=\"filters\"></div>"
         "<div class=\"scroll\"><table id=\"best\"><thead></thead><tbody></tbody></table></div>"
-        "</section>"
-        "<section><h2>Studies</h2><select id=\"study\"></select>"
+        "<div id=\"pager\"></div></section>"
+        "<section id=\"studies\"><h2>Studies</h2><select id=\"study\"></select>"
         "<div class=\"pair\"><div id=\"convergence\"></div><div id=\"importance\"></div></div>"
         "</section>"
         f"<script type=\"application/json\" id=\"xe2t-data\">"
-        f"{_script_safe(payload_json)}</script>"
+        f"{_script_safe(summary_json)}</script>{embedded}"
         f"<script type=\"application/json\" id=\"xe2t-settings\">{json.dumps(settings)}</script>"
         f"<script>{PAGE_SCRIPT}</script></body></html>\n"
     )

@@ -1,87 +1,128 @@
-"""The dashboard page's stylesheet and script (kept apart from the Python that fills them)."""
+"""The dashboard page's stylesheet and script (kept apart from the Python that fills them).
+
+The script draws the embedded summary's table filters and study list, then fetches each view:
+live, from the server's ``/dashboard/*`` endpoints (the server filters, sorts and pages the
+table and downsamples the rooflines); in a report, from the views embedded in the file (the
+table's bounded rows are filtered and sorted in the page). It records ``performance`` marks
+(``xe2t-table``, ``xe2t-rooflines``, ``xe2t-study``, ``xe2t-ready``) for the benchmarks.
+"""
 
 from __future__ import annotations
 
 PAGE_CSS = """
-body { font: 14px/1.4 system-ui, sans-serif; margin: 0 1.5rem 2rem; color: #222; }
+body { font: 14px/1.4 system-ui, sans-serif; margin: 0 1rem 2rem; color: #222; }
 header { display: flex; align-items: baseline; gap: 1.5rem; border-bottom: 1px solid #ddd; }
 header h1 { font-size: 1.4rem; margin: .6rem 0; }
-#status { color: #666; }
-h2 { font-size: 1.1rem; margin: 1.4rem 0 .4rem; }
+#status { color: #555; }
+h2 { font-size: 1.1rem; margin: 1.2rem 0 .4rem; }
 #filters label { margin-right: 1rem; }
-table { border-collapse: collapse; margin-top: .5rem; font-size: 12.5px; }
-th, td { padding: 3px 8px; border-bottom: 1px solid #eee; text-align: right; white-space: nowrap; }
-th { cursor: pointer; user-select: none; background: #f6f6f6; position: sticky; top: 0; }
-th.sorted-1::after { content: " \\25B2"; } th.sorted--1::after { content: " \\25BC"; }
-td.text { text-align: left; }
+table { border-collapse: collapse; margin-top: .5rem; font-size: 12.5px; width: 100%; }
+th, td { padding: 3px 6px; border-bottom: 1px solid #eee; text-align: right; vertical-align: top; }
+th { cursor: pointer; user-select: none; background: #f3f3f3; position: sticky; top: 0;
+     white-space: nowrap; }
+td { white-space: nowrap; }
+th.sorted-asc::after { content: " \\25B2"; } th.sorted-desc::after { content: " \\25BC"; }
+td.text { text-align: left; white-space: normal; }
+td.config { text-align: left; white-space: normal; font-family: ui-monospace, monospace;
+            font-size: 11.5px; min-width: 14em; }
+th.lead, td.lead { background: #f7fbff; font-weight: 600; }
+tr.row { cursor: pointer; } tr.row:hover td { background: #fffbe6; }
+tr.detail td { background: #fafafa; text-align: left; white-space: normal; }
+tr.detail table { width: auto; margin: .2rem 0 .4rem; }
+#pager { margin: .4rem 0; color: #555; } #pager button { margin: 0 .3rem; }
 .pair { display: grid; grid-template-columns: 3fr 2fr; gap: 1rem; }
-.note { color: #666; padding: 2rem 0; }
+.note { color: #666; padding: 1rem 0; }
 #study { max-width: 100%; }
-.scroll { overflow-x: auto; max-height: 70vh; }
+.scroll { max-height: 75vh; overflow-y: auto; }
+.caption { color: #555; font-size: 12px; margin: 0 0 0 1rem; }
+#rooflines { display: grid; grid-template-columns: repeat(auto-fit, minmax(600px, 1fr));
+             gap: .5rem 1rem; }
 """
 
 PAGE_SCRIPT = """
 (function () {
   "use strict";
+  performance.mark("xe2t-start");
   const settings = JSON.parse(document.getElementById("xe2t-settings").textContent);
-  let data = JSON.parse(document.getElementById("xe2t-data").textContent);
-  const view = {sortKey: null, sortDir: 1, filters: {}, study: null};
-  const plotConfig = {displaylogo: false, responsive: true};
-  const fixedColumns = [
-    ["device", "device"], ["family", "family"], ["mode", "mode"], ["head_dim", "D"],
-    ["dtype", "dtype"], ["q_len", "q"], ["kv_len", "kv"], ["heads_q", "Hq"],
-    ["heads_kv", "Hkv"], ["batch", "B"], ["causal", "causal"], ["config", "config"],
-    ["time_ms", "time (ms)"], ["tflops", "TFLOP/s"], ["roofline_pct", "roofline %"],
-    ["speedup", "speedup vs default"], ["confirmed_rounds", "confirmed (rounds)"]];
-  const textColumns = new Set(["device", "family", "mode", "dtype", "config", "baseline"]);
+  const embeddedNode = document.getElementById("xe2t-embedded");
+  const embedded = embeddedNode ? JSON.parse(embeddedNode.textContent) : null;
+  let summary = JSON.parse(document.getElementById("xe2t-data").textContent);
+  const view = {sort: null, order: "asc", filters: {}, offset: 0, limit: 50, study: null,
+                open: new Set()};
+  const plotConfig = {displaylogo: false, responsive: true,
+                      modeBarButtonsToRemove: ["lasso2d", "select2d"]};
+  // [key, header, class, tooltip]: the numbers an engineer compares first, then the problem.
+  const columns = [
+    ["time_ms", "time (ms)", "lead", "median of the best config"],
+    ["tflops", "TFLOP/s", "lead", "achieved"],
+    ["roofline_pct", "roofline %", "lead", "achieved / attainable at this intensity"],
+    ["speedup", "\\u00d7 default", "lead", "default config's time / best's time"],
+    ["baseline_speedup", "\\u00d7 baseline", "lead",
+     "fastest seeded baseline's time / best's time"],
+    ["device", "device", "text"], ["mode", "mode", "text"], ["head_dim", "D"],
+    ["dtype", "dtype", "text"], ["q_len", "q"], ["kv_len", "kv"], ["heads_q", "Hq/Hkv"],
+    ["batch", "B"], ["causal", "causal", "text"], ["family", "family", "text"],
+    ["config", "config (seed vocabulary)", "config"],
+    ["confirmed_rounds", "rounds", "", "confirmation rounds the numbers come from"]];
 
-  // Every seeded baseline gets its time and the best's speedup over it, after the fixed ones.
-  function columns() {
-    const labels = data.table.baselines;
-    if (!labels.length) return fixedColumns;
-    return fixedColumns.concat([["baseline", "best is baseline"]], labels.flatMap(label => [
-      ["baseline_ms:" + label, label + " (ms)"],
-      ["baseline_speedup:" + label, "speedup vs " + label]]));
+  async function getJSON(url) {
+    const response = await fetch(url, {cache: "no-store"});
+    if (!response.ok) throw new Error(url + ": " + response.status);
+    return response.json();
   }
 
-  function show(value) {
+  function compare(a, b) { return a === b ? 0 : (a < b ? -1 : 1); }
+
+  // The report's table: its embedded rows, filtered and sorted as the server would.
+  function localPage(query) {
+    let rows = embedded.rows.filter(row => ["device", "dtype", "head_dim", "mode"].every(
+      key => query[key] === undefined || String(row[key]) === String(query[key])));
+    if (query.sort) {
+      const key = query.sort, sign = query.order === "desc" ? -1 : 1;
+      const present = rows.filter(r => r[key] !== null && r[key] !== undefined);
+      present.sort((a, b) => compare(a[key], b[key]) * sign);
+      rows = present.concat(rows.filter(r => r[key] === null || r[key] === undefined));
+    }
+    return {total: rows.length, rows: rows.slice(query.offset, query.offset + query.limit)};
+  }
+
+  // "?max_points=N" on the page's URL sets each roofline's point budget (the server's default
+  // otherwise): fewer for a slow machine, more to see more of the cloud.
+  const budget = new URLSearchParams(window.location.search).get("max_points");
+  const source = embedded === null ? {
+    summary: () => getJSON("dashboard/summary"),
+    roofline: id => getJSON("dashboard/roofline/" + id +
+                            (budget ? "?max_points=" + encodeURIComponent(budget) : "")),
+    page: query => getJSON("dashboard/best?" + new URLSearchParams(query)),
+    study: id => getJSON("dashboard/study/" + id),
+    importance: id => getJSON("dashboard/importance/" + id),
+  } : {
+    summary: async () => summary,
+    roofline: async id => embedded.rooflines[String(id)],
+    page: async query => localPage(query),
+    study: async id => embedded.studies[String(id)].study,
+    importance: async id => embedded.studies[String(id)].importance,
+  };
+
+  function number(value) {
     if (value === null || value === undefined) return "\\u2013";
     if (typeof value === "number" && !Number.isInteger(value)) return value.toPrecision(4);
     return String(value);
   }
 
-  function compare(a, b) {
-    if (a === b) return 0;
-    if (a === null || a === undefined) return 1;
-    if (b === null || b === undefined) return -1;
-    return a < b ? -1 : 1;
-  }
-
-  function drawRooflines() {
-    const box = document.getElementById("rooflines");
-    const charts = data.rooflines.map(function (roofline, i) {
-      let div = box.children[i];
-      if (!div || !div.classList.contains("roofline")) {
-        div = document.createElement("div");
-        div.className = "roofline";
-        box.appendChild(div);
-      }
-      div.dataset.device = roofline.device;
-      div.dataset.points = String(roofline.n_points);
-      return Plotly.react(div, roofline.figure.data, roofline.figure.layout, plotConfig);
-    });
-    while (box.children.length > data.rooflines.length) {
-      Plotly.purge(box.lastChild);
-      box.lastChild.remove();
+  function cell(row, key) {
+    if (key === "speedup" || key === "baseline_speedup") {
+      return row[key] === null ? "\\u2013" : row[key].toFixed(2) + "\\u00d7";
     }
-    document.getElementById("empty").hidden = data.rooflines.length > 0;
-    return Promise.all(charts);
+    if (key === "heads_q") return row.heads_q + "/" + row.heads_kv;
+    if (key === "roofline_pct" && row[key] !== null) return row[key].toFixed(1);
+    return number(row[key]);
   }
 
   function drawFilters() {
     const box = document.getElementById("filters");
     box.replaceChildren();
-    for (const [key, values] of Object.entries(data.table.filters)) {
+    for (const [key, values] of Object.entries(summary.filters)) {
       const label = document.createElement("label");
       label.textContent = key + " ";
       const select = document.createElement("select");
@@ -91,7 +132,8 @@ PAGE_SCRIPT = """
       select.value = view.filters[key] || "";
       select.addEventListener("change", function () {
         view.filters[key] = select.value;
-        drawRows();
+        view.offset = 0;
+        drawTable();
       });
       label.appendChild(select);
       box.appendChild(label);
@@ -100,68 +142,175 @@ PAGE_SCRIPT = """
 
   function drawHead() {
     const row = document.createElement("tr");
-    for (const [key, title] of columns()) {
+    for (const [key, title, cls, tip] of columns) {
       const th = document.createElement("th");
       th.textContent = title;
       th.dataset.key = key;
-      if (view.sortKey === key) th.className = "sorted-" + view.sortDir;
+      if (tip) th.title = tip;
+      th.className = (cls === "lead" ? "lead " : "") +
+                     (view.sort === key ? "sorted-" + view.order : "");
       th.addEventListener("click", function () {
-        view.sortDir = view.sortKey === key ? -view.sortDir : 1;
-        view.sortKey = key;
-        drawHead();
-        drawRows();
+        view.order = view.sort === key && view.order === "asc" ? "desc" : "asc";
+        view.sort = key;
+        view.offset = 0;
+        drawTable();
       });
       row.appendChild(th);
     }
     document.querySelector("#best thead").replaceChildren(row);
   }
 
-  function drawRows() {
-    let rows = data.table.rows.filter(function (row) {
-      return Object.entries(view.filters)
-        .every(([key, want]) => !want || String(row[key]) === want);
-    });
-    if (view.sortKey) {
-      const key = view.sortKey;
-      rows = rows.slice().sort((a, b) => compare(a[key], b[key]) * view.sortDir);
+  function detailRow(row) {
+    const tr = document.createElement("tr");
+    tr.className = "detail";
+    const td = document.createElement("td");
+    td.colSpan = columns.length;
+    const lines = [["trial", row.trial_id], ["study", row.study_id],
+                   ["best is baseline", row.baseline || "no"]];
+    const head = document.createElement("div");
+    head.textContent = lines.map(([k, v]) => k + " " + v).join(" \\u00b7 ");
+    td.appendChild(head);
+    if (row.baselines.length) {
+      const table = document.createElement("table");
+      table.innerHTML = "<tr><th>baseline</th><th>family</th><th>config</th>" +
+                        "<th>time (ms)</th><th>best's speedup</th></tr>";
+      for (const b of row.baselines) {
+        const line = table.insertRow();
+        for (const value of [b.label, b.family, b.config,
+                             b.time_ms === null ? b.status : number(b.time_ms),
+                             b.speedup === null ? "\\u2013" : b.speedup.toFixed(2) + "\\u00d7"]) {
+          line.insertCell().textContent = value;
+        }
+      }
+      td.appendChild(table);
     }
-    const shown = columns();
-    const body = rows.map(function (row) {
+    tr.appendChild(td);
+    return tr;
+  }
+
+  function drawRows(page) {
+    const body = [];
+    for (const row of page.rows) {
       const tr = document.createElement("tr");
-      for (const [key] of shown) {
+      tr.className = "row";
+      tr.title = "click for the baselines and the study";
+      for (const [key, , cls] of columns) {
         const td = document.createElement("td");
-        td.textContent = show(row[key]);
-        if (textColumns.has(key)) td.className = "text";
+        td.textContent = cell(row, key);
+        if (key === "baseline_speedup" && row.fastest_baseline) {
+          td.title = "vs " + row.fastest_baseline;
+        }
+        if (cls) td.className = cls;
         tr.appendChild(td);
       }
-      return tr;
-    });
+      const id = row.trial_id;
+      tr.addEventListener("click", function () {
+        if (view.open.has(id)) view.open.delete(id); else view.open.add(id);
+        drawRows(page);
+        if (summary.studies.some(([sid]) => sid === row.study_id)) {
+          view.study = String(row.study_id);
+          document.getElementById("study").value = view.study;
+          drawStudy();
+        }
+      });
+      body.push(tr);
+      if (view.open.has(id)) body.push(detailRow(row));
+    }
     document.querySelector("#best tbody").replaceChildren(...body);
+    const pager = document.getElementById("pager");
+    const last = Math.min(view.offset + page.rows.length, page.total);
+    pager.replaceChildren();
+    pager.append(page.total ? "rows " + (view.offset + 1) + "\\u2013" + last + " of " +
+                 page.total : "no tuned problem matches");
+    for (const [text, offset] of [["previous", view.offset - view.limit],
+                                  ["next", view.offset + view.limit]]) {
+      const button = document.createElement("button");
+      button.textContent = text;
+      button.disabled = offset < 0 || offset >= page.total;
+      button.addEventListener("click", function () { view.offset = offset; drawTable(); });
+      pager.appendChild(button);
+    }
+  }
+
+  async function drawTable() {
+    drawHead();
+    const query = {offset: view.offset, limit: view.limit};
+    for (const [key, value] of Object.entries(view.filters)) if (value) query[key] = value;
+    if (view.sort) { query.sort = view.sort; query.order = view.order; }
+    drawRows(await source.page(query));
+  }
+
+  async function drawRoofline(box, device) {
+    const roofline = await source.roofline(device.id);
+    const div = box.querySelector(".roofline");
+    div.dataset.device = roofline.device;
+    div.dataset.points = String(roofline.n_points);
+    div.dataset.measurements = String(roofline.n_measurements);
+    box.querySelector(".caption").textContent = roofline.caption;
+    await Plotly.react(div, withHovers(roofline), roofline.figure.layout, plotConfig);
+  }
+
+  // The server sends each hover's problem and config lines once (hover_lines) and per point
+  // their indexes: put the full hover texts back together.
+  function withHovers(roofline) {
+    const lines = roofline.hover_lines || [];
+    return roofline.figure.data.map(function (trace) {
+      if (!trace.hover_line_ids) return trace;
+      const [problems, configs] = trace.hover_line_ids;
+      const text = Array.from(trace.text, (rest, i) =>
+        lines[problems[i]] + "<br>" + lines[configs[i]] + "<br>" + rest);
+      const joined = Object.assign({}, trace, {text: text});
+      delete joined.hover_line_ids;
+      return joined;
+    });
+  }
+
+  // Every device's box first, in device order, so each chart is sized by the final grid.
+  async function drawRooflines() {
+    const grid = document.getElementById("rooflines");
+    const old = new Map([...grid.children].map(box => [box.dataset.deviceId, box]));
+    const boxes = summary.devices.map(function (device) {
+      let box = old.get(String(device.id));
+      old.delete(String(device.id));
+      if (!box) {
+        box = document.createElement("div");
+        box.dataset.deviceId = String(device.id);
+        const chart = document.createElement("div");
+        chart.className = "roofline";
+        const caption = document.createElement("p");
+        caption.className = "caption";
+        box.append(chart, caption);
+      }
+      return box;
+    });
+    for (const box of old.values()) Plotly.purge(box.querySelector(".roofline"));
+    grid.replaceChildren(...boxes);
+    document.getElementById("empty").hidden = summary.counts.ok > 0;
+    await Promise.all(summary.devices.map((device, i) => drawRoofline(boxes[i], device)));
   }
 
   async function drawStudy() {
     const convergence = document.getElementById("convergence");
     const importance = document.getElementById("importance");
-    const study = data.studies.find(s => String(s.id) === view.study);
-    if (!study) {
+    if (!view.study) {
       Plotly.purge(convergence);
       Plotly.purge(importance);
       return;
     }
-    await Plotly.react(convergence, study.convergence.data, study.convergence.layout, plotConfig);
-    if (!study.importance && settings.live) {
-      const response = await fetch("dashboard/importance/" + study.id, {cache: "no-store"});
-      study.importance = await response.json();
-    }
-    const view_ = study.importance;
-    if (view_ && view_.figure) {
+    const id = view.study;
+    const study = await source.study(id);
+    if (id !== view.study) return;  // another study was opened meanwhile
+    await Plotly.react(convergence, study.figure.data, study.figure.layout, plotConfig);
+    const ranked = await source.importance(id);
+    if (id !== view.study) return;
+    if (ranked.figure) {
       importance.querySelector(".note")?.remove();
-      await Plotly.react(importance, view_.figure.data, view_.figure.layout, plotConfig);
+      await Plotly.react(importance, ranked.figure.data, ranked.figure.layout, plotConfig);
     } else {
       Plotly.purge(importance);
       const note = document.createElement("p");
       note.className = "note";
-      note.textContent = "Parameter importance: " + (view_ ? view_.note : "not computed");
+      note.textContent = "Parameter importance: " + ranked.note;
       importance.replaceChildren(note);
     }
   }
@@ -169,38 +318,48 @@ PAGE_SCRIPT = """
   function drawStudies() {
     const select = document.getElementById("study");
     const previous = view.study;
-    select.replaceChildren(...data.studies.map(s => new Option(s.title, String(s.id))));
-    if (previous && data.studies.some(s => String(s.id) === previous)) select.value = previous;
+    select.replaceChildren(...summary.studies.map(([id, title]) => new Option(title, String(id))));
+    if (previous && summary.studies.some(([id]) => String(id) === previous)) {
+      select.value = previous;
+    }
     view.study = select.value || null;
     return drawStudy();
   }
 
   function setStatus(extra) {
-    const when = new Date().toLocaleTimeString();
+    const c = summary.counts;
     const mode = settings.live ? "live, checks every " + settings.pollMs / 1000 + " s"
                                : "report generated " + settings.generated;
+    const shown = embedded === null ? "" : " \\u00b7 " + embedded.rows.length + " of " +
+      c.tuned + " table rows and " + summary.studies.length + " of " + c.studies +
+      " studies in this file";
     document.getElementById("status").textContent =
-      mode + " \\u00b7 data version " + data.version + " \\u00b7 " + data.n_points +
-      " measured configs \\u00b7 drawn " + when + (extra ? " \\u00b7 " + extra : "");
+      mode + " \\u00b7 data version " + summary.version + " \\u00b7 " +
+      c.measurements.toLocaleString("en") + " measurements (" + c.ok.toLocaleString("en") +
+      " OK) \\u00b7 " + c.tuned + " tuned problems on " + c.devices + " devices" + shown +
+      (extra ? " \\u00b7 " + extra : "");
+  }
+
+  function timed(name, promise) {
+    return promise.then(function (value) { performance.mark(name); return value; });
   }
 
   async function drawAll() {
     drawFilters();
-    drawHead();
-    drawRows();
-    await drawRooflines();
-    await drawStudies();
     setStatus();
+    await Promise.all([timed("xe2t-table", drawTable()),
+                       timed("xe2t-rooflines", drawRooflines()),
+                       timed("xe2t-study", drawStudies())]);
   }
 
   async function poll() {
     try {
-      const response = await fetch("dashboard/version", {cache: "no-store"});
-      const version = (await response.json()).version;
-      if (version !== data.version) {
-        data = await (await fetch("dashboard/data", {cache: "no-store"})).json();
+      const version = (await getJSON("dashboard/version")).version;
+      if (version !== summary.version) {
+        summary = await source.summary();
         await drawAll();
       }
+      setStatus();
     } catch (error) {
       setStatus("server unreachable, retrying");
     } finally {
@@ -213,8 +372,14 @@ PAGE_SCRIPT = """
     drawStudy();
   });
   drawAll().then(function () {
+    performance.mark("xe2t-ready");
+    window.xe2tTimings = Object.fromEntries(performance.getEntriesByType("mark")
+      .filter(m => m.name.startsWith("xe2t-")).map(m => [m.name, m.startTime]));
     window.xe2tReady = true;
     if (settings.live) window.setTimeout(poll, settings.pollMs);
+  }, function (error) {
+    setStatus("could not draw: " + error.message);
+    console.error(error);
   });
 })();
 """

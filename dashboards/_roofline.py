@@ -1,8 +1,10 @@
-"""The roofline chart of one device: every measured config against the device's roofs.
+"""The roofline chart of one device: measured configs, downsampled, against the device's roofs.
 
 x = arithmetic intensity (FLOP/byte), y = achieved FLOP/s, both log scale. The bandwidth roof
 is y = AI x peak bandwidth, each compute roof is y = peak FLOP/s of a dtype; they meet at the
-ridge point AI = peak / bandwidth.
+ridge point AI = peak / bandwidth. A device of a lab database has 10^5+ points: the chart draws
+every best, every seeded baseline and the Pareto front, and a grid sample of the rest
+(``_downsample``), and says how many points stand for how many measurements.
 """
 
 from __future__ import annotations
@@ -14,25 +16,24 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from xe2tune.dashboards._downsample import Kept, downsample
 from xe2tune.dashboards._labels import config_label, problem_label
 from xe2tune.dashboards._plotly_imports import graph_objects
-from xe2tune.kernels import ProblemSpec
+from xe2tune.dashboards._units import decade_ticks, engineering
 
 if TYPE_CHECKING:
-    import pandas as pd
+    from xe2tune.db import BestResult, DeviceRecord, ResultStore, RooflinePoints, TrialDetail
 
-    from xe2tune.db import BestResult, DeviceRecord
-
-WEBGL_ABOVE = 5000  # points; SVG markers get slow past a few thousand
-_PROBLEM_COLUMNS = ("mode", "head_dim", "dtype", "q_len", "kv_len", "heads_q", "heads_kv",
-                    "batch", "causal")
+MAX_POINTS = 4000  # drawn per device; a log-log chart of 640 x 480 px shows no more
+WEBGL_ABOVE = 1000  # points per trace; SVG markers get slow past a few thousand
+DTYPE_COLOURS = {"fp16": "#1f77b4", "bf16": "#2ca02c", "fp32": "#9467bd"}
 
 
 @dataclass(frozen=True)
 class Roof:
     """One roof polyline: bandwidth slope up to the ridge, then flat at a compute peak."""
 
-    label: str
+    label: str  # e.g. "fp16/bf16 117 TFLOP/s"
     peak_flops: float
     ridge_ai: float
     ai: tuple[float, float, float]
@@ -41,9 +42,10 @@ class Roof:
 
 @dataclass(frozen=True)
 class PointSeries:
-    """The measured points of one problem (one colour), or the best points of all problems."""
+    """Points drawn as one trace: ``kind`` is measured, baseline, pareto or best."""
 
     label: str
+    kind: str
     ai: tuple[float, ...]
     flops: tuple[float, ...]
     hover: tuple[str, ...]
@@ -55,13 +57,25 @@ class RooflineInfo:
     """Everything the roofline chart of one device draws."""
 
     device: str
+    device_id: int
     peak_bandwidth: float | None
     peak_source: str | None
     roofs: tuple[Roof, ...]
     series: tuple[PointSeries, ...]
-    best: PointSeries
-    n_points: int
-    n_unplotted: int  # OK trials without roofline figures (the device had no peaks)
+    n_points: int  # drawn
+    n_measurements: int  # OK trials with roofline figures, which the drawn points stand for
+    n_best: int
+    n_baseline: int
+    n_front: int  # points on the Pareto front (some of them bests or baselines)
+
+    @property
+    def caption(self) -> str:
+        """e.g. ``4,000 points stand for 333,334 measurements: every best (2,000), ...``."""
+        if self.n_points == self.n_measurements:
+            return f"{self.n_measurements:,} measured configs, all drawn"
+        return (f"{self.n_points:,} points stand for {self.n_measurements:,} measurements: "
+                f"every best ({self.n_best:,}), baseline ({self.n_baseline:,}) and point of "
+                f"the Pareto front ({self.n_front:,}), and a grid sample of the rest")
 
 
 def _roofs(peak_flops: dict[str, float], bandwidth: float | None,
@@ -75,104 +89,168 @@ def _roofs(peak_flops: dict[str, float], bandwidth: float | None,
     ridges = [peak / bandwidth for peak in by_peak]
     lo = min(ai_range[0], *ridges) / 4
     hi = max(ai_range[1], *ridges) * 4
-    roofs = []
-    for peak, dtypes in sorted(by_peak.items(), reverse=True):
-        ridge = peak / bandwidth
-        roofs.append(Roof(label="/".join(dtypes) + f" peak {peak / 1e12:.3g} TFLOP/s",
-                          peak_flops=peak, ridge_ai=ridge, ai=(lo, ridge, hi),
-                          flops=(lo * bandwidth, peak, peak)))
-    return tuple(roofs)
+    return tuple(
+        Roof(label=f"{'/'.join(dtypes)} {engineering(peak, 'FLOP/s')}", peak_flops=peak,
+             ridge_ai=peak / bandwidth, ai=(lo, peak / bandwidth, hi),
+             flops=(lo * bandwidth, peak, peak))
+        for peak, dtypes in sorted(by_peak.items(), reverse=True))
 
 
-def _series(label: str, rows: pd.DataFrame, labels: dict[str, str]) -> PointSeries:
-    # Column lists, not itertuples: iterating a frame with datetime columns is slow at 100k rows.
-    hover = []
-    for config, config_hash, median, flops, fraction, trial_id, baseline in zip(
-            rows["config"].tolist(), rows["config_hash"].tolist(), rows["median_s"].tolist(),
-            rows["achieved_flops"].tolist(), rows["roofline_fraction"].tolist(),
-            rows["trial_id"].tolist(), rows["baseline"].tolist(), strict=True):
-        if config_hash not in labels:
-            labels[config_hash] = config_label(config, with_family=True)
-        share = "" if fraction is None or fraction != fraction else f", {fraction:.1%} of roofline"
-        seeded = f" · baseline {baseline}" if isinstance(baseline, str) else ""
-        hover.append(f"{labels[config_hash]}<br>{median * 1e3:.4g} ms, {flops / 1e12:.4g} "
-                     f"TFLOP/s{share}<br>trial {trial_id}{seeded}")
-    return PointSeries(label=label,
-                       ai=tuple(float(v) for v in rows["arithmetic_intensity"].tolist()),
-                       flops=tuple(float(v) for v in rows["achieved_flops"].tolist()),
-                       hover=tuple(hover), trial_ids=tuple(int(v) for v in rows["trial_id"]))
+def _peaks(store: ResultStore, device: DeviceRecord, points: RooflinePoints
+           ) -> tuple[dict[str, float], float | None, str | None]:
+    """Measured ceilings first (they override the catalog), then the device's stored peaks,
+    then the peaks recorded with the measurements."""
+    ceilings = store.ceilings(device.id) if device.id is not None else None
+    if ceilings is not None and ceilings.flops:
+        return dict(ceilings.flops), ceilings.bandwidth, "measured"
+    if device.peak_flops and device.peak_bandwidth:
+        return dict(device.peak_flops), device.peak_bandwidth, device.peak_source
+    recorded: dict[str, float] = {}
+    for dtype in sorted(set(points.dtype.tolist())):
+        peaks = points.peak_flops[(points.dtype == dtype) & ~np.isnan(points.peak_flops)]
+        if len(peaks):
+            recorded[str(dtype)] = float(peaks.max())
+    bandwidths = points.peak_bandwidth[~np.isnan(points.peak_bandwidth)]
+    bandwidth = float(bandwidths.max()) if len(bandwidths) else None
+    return recorded, bandwidth, "recorded with the measurements"
 
 
-def _get_roofline_info(frame: pd.DataFrame, device: DeviceRecord,
-                       best: Sequence[BestResult]) -> RooflineInfo:
-    """The roofline of ``device`` from a ``results_frame`` and its best-per-problem list.
+def _hover(detail: TrialDetail) -> str:
+    numbers = []
+    if detail.median_s is not None:
+        numbers.append(f"{detail.median_s * 1e3:.4g} ms")
+    if detail.achieved_flops is not None:
+        numbers.append(engineering(detail.achieved_flops, "FLOP/s"))
+    if detail.roofline_fraction is not None:
+        numbers.append(f"{detail.roofline_fraction:.1%} of roofline")
+    seeded = f" · baseline {detail.baseline}" if detail.baseline else ""
+    return (f"{problem_label(detail.problem)}<br>{config_label(detail.config, with_family=True)}"
+            f"<br>{', '.join(numbers)}"
+            f"<br>trial {detail.trial_id}, study {detail.study_id}{seeded}")
 
-    Only OK trials with roofline figures are points; the device's stored peaks draw the roofs,
-    falling back to the peaks recorded with the measurements when the device row has none.
+
+def _series(label: str, kind: str, indexes: np.ndarray, points: RooflinePoints,
+            details: dict[int, TrialDetail]) -> PointSeries:
+    ids = points.trial_id[indexes].tolist()
+    return PointSeries(label=label, kind=kind, ai=tuple(points.ai[indexes].tolist()),
+                       flops=tuple(points.flops[indexes].tolist()),
+                       hover=tuple(_hover(details[i]) for i in ids),
+                       trial_ids=tuple(ids))
+
+
+def _all_series(points: RooflinePoints, kept: Kept,
+                details: dict[int, TrialDetail]) -> tuple[PointSeries, ...]:
+    out = []
+    for dtype in sorted(set(points.dtype[kept.sampled].tolist())):
+        chosen = kept.sampled[points.dtype[kept.sampled] == dtype]
+        out.append(_series(f"measured {dtype}", "measured", chosen, points, details))
+    out.append(_series("seeded baselines", "baseline", kept.baseline, points, details))
+    out.append(_series("Pareto front", "pareto", kept.pareto, points, details))
+    out.append(_series("best per problem", "best", kept.best, points, details))
+    return tuple(s for s in out if s.trial_ids)
+
+
+def _get_roofline_info(store: ResultStore, device: DeviceRecord, best: Sequence[BestResult],
+                       max_points: int = MAX_POINTS) -> RooflineInfo:
+    """The roofline of ``device``: its OK trials with roofline figures, downsampled.
+
+    Raises:
+        StoreError: the database could not be read.
     """
-    ok = frame[(frame["device_id"] == device.id) & (frame["status"] == "ok")]
-    plotted = ok[ok["arithmetic_intensity"].notna() & ok["achieved_flops"].notna()
-                 & (ok["arithmetic_intensity"] > 0) & (ok["achieved_flops"] > 0)]
-    series = []
-    labels: dict[str, str] = {}
-    for key, group in plotted.groupby(list(_PROBLEM_COLUMNS), sort=True):
-        problem = ProblemSpec(**dict(zip(_PROBLEM_COLUMNS, key, strict=True)))
-        series.append(_series(problem_label(problem), group, labels))
-    best_ids = {b.trial_id for b in best if b.device_id == device.id}
-    best_rows = plotted[plotted["trial_id"].isin(best_ids)]
-    peak_flops = dict(device.peak_flops)
-    bandwidth = device.peak_bandwidth
-    source = device.peak_source
-    if not peak_flops or not bandwidth:
-        peak_flops = {str(d): float(p) for d, p in
-                      plotted.groupby("dtype")["peak_flops"].max().dropna().items()}
-        bandwidth = float(plotted["peak_bandwidth"].max()) if len(plotted) else None
-        source = "recorded with the measurements"
-    ai_values = plotted["arithmetic_intensity"]
-    ai_range = (float(ai_values.min()), float(ai_values.max())) if len(plotted) else (1.0, 1.0)
+    assert device.id is not None, "devices read from a store have ids"
+    points = store.roofline_points(device.id)
+    best_ids = np.asarray([b.trial_id for b in best if b.device_id == device.id], dtype=np.int64)
+    kept = downsample(points.ai, points.flops, np.isin(points.trial_id, best_ids),
+                      points.baseline, max_points)
+    drawn = np.concatenate([kept.best, kept.baseline, kept.pareto, kept.sampled])
+    details = store.trial_details(points.trial_id[drawn].tolist())
+    peak_flops, bandwidth, source = _peaks(store, device, points)
+    ai_range = ((float(points.ai.min()), float(points.ai.max())) if len(points.ai)
+                else (1.0, 1.0))
     if bandwidth is not None and math.isnan(bandwidth):
         bandwidth = None
     return RooflineInfo(
-        device=device.name, peak_bandwidth=bandwidth, peak_source=source,
-        roofs=_roofs(peak_flops, bandwidth, ai_range), series=tuple(series),
-        best=_series("best per problem", best_rows, labels), n_points=len(plotted),
-        n_unplotted=len(ok) - len(plotted),
-    )
+        device=device.name, device_id=device.id, peak_bandwidth=bandwidth, peak_source=source,
+        roofs=_roofs(peak_flops, bandwidth, ai_range),
+        series=_all_series(points, kept, details), n_points=kept.n_points,
+        n_measurements=len(points.ai), n_best=len(kept.best), n_baseline=len(kept.baseline),
+        n_front=kept.front_size)
 
 
-def _arrays(series: PointSeries) -> dict[str, np.ndarray]:
-    return {"x": np.asarray(series.ai, dtype=float), "y": np.asarray(series.flops, dtype=float),
-            "text": np.asarray(series.hover, dtype=object),
-            "customdata": np.asarray(series.trial_ids, dtype=np.int64)}
+SERIES_STYLE: dict[str, dict[str, Any]] = {
+    "baseline": {"symbol": "diamond", "size": 8, "color": "#ff7f0e",
+                 "line": {"color": "#7a3d00", "width": 1}},
+    "pareto": {"symbol": "triangle-up", "size": 7, "color": "#222"},
+    "best": {"symbol": "star", "size": 14, "color": "rgba(0,0,0,0)",
+             "line": {"color": "#d62728", "width": 2}},
+}
+
+
+def _marker(series: PointSeries) -> dict[str, Any]:
+    if series.kind == "measured":
+        return {"size": 5, "opacity": 0.55,
+                "color": DTYPE_COLOURS.get(series.label.split()[-1], "#7f7f7f")}
+    return SERIES_STYLE[series.kind]
+
+
+def _roof_annotations(info: RooflineInfo) -> list[dict[str, Any]]:
+    """Each compute roof named with its peak at its right end, the bandwidth roof with its
+    GB/s along the slope, and each ridge point with its intensity."""
+    notes = []
+    for roof in info.roofs:
+        notes.append({"x": math.log10(roof.ai[2]), "y": math.log10(roof.peak_flops),
+                      "text": roof.label, "showarrow": False, "xanchor": "right",
+                      "yanchor": "bottom", "font": {"size": 11}})
+        notes.append({"x": math.log10(roof.ridge_ai), "y": math.log10(roof.peak_flops),
+                      "text": f"ridge {roof.ridge_ai:.3g} FLOP/B", "showarrow": True,
+                      "arrowhead": 0, "ax": 0, "ay": 26, "font": {"size": 10}})
+    if info.roofs and info.peak_bandwidth:
+        lowest = min(info.roofs, key=lambda r: r.peak_flops)
+        x = math.sqrt(lowest.ai[0] * lowest.ridge_ai)  # halfway up the slope, in log space
+        notes.append({"x": math.log10(x), "y": math.log10(x * info.peak_bandwidth),
+                      "text": f"bandwidth {engineering(info.peak_bandwidth, 'B/s')}",
+                      "showarrow": False, "textangle": -28, "yanchor": "bottom",
+                      "font": {"size": 11}})
+    return notes
 
 
 def _build_roofline_figure(info: RooflineInfo) -> Any:
-    """A plotly figure of the info: roofs as lines, points per problem, best points ringed."""
+    """A plotly figure of the info: labelled roofs, then the drawn points by kind."""
     go = graph_objects()
-    scatter = go.Scattergl if info.n_points > WEBGL_ABOVE else go.Scatter
     fig = go.Figure()
     for roof in info.roofs:
         fig.add_trace(go.Scatter(x=roof.ai, y=roof.flops, mode="lines", name=roof.label,
                                  line={"color": "#444", "width": 2}, hoverinfo="name",
-                                 meta="roof"))
-    # numpy arrays: plotly validates them as a block instead of element by element.
+                                 meta="roof", showlegend=False))
     for series in info.series:
-        fig.add_trace(scatter(**_arrays(series), mode="markers", name=series.label,
-                              hoverinfo="text", meta="measured",
-                              marker={"size": 7, "opacity": 0.75}))
-    fig.add_trace(scatter(**_arrays(info.best), mode="markers", name=info.best.label,
-                          hoverinfo="text", meta="best",
-                          marker={"size": 15, "symbol": "star", "color": "rgba(0,0,0,0)",
-                                  "line": {"color": "#d62728", "width": 2}}))
-    subtitle = f"{info.n_points} measured configs"
-    if info.peak_source:
-        subtitle += f"; peaks: {info.peak_source}"
-    if info.n_unplotted:
-        subtitle += f"; {info.n_unplotted} OK trials without roofline figures (no device peaks)"
+        scatter = go.Scattergl if len(series.trial_ids) > WEBGL_ABOVE else go.Scatter
+        fig.add_trace(scatter(
+            x=np.asarray(series.ai, dtype=float), y=np.asarray(series.flops, dtype=float),
+            text=np.asarray(series.hover, dtype=object),
+            customdata=np.asarray(series.trial_ids, dtype=np.int64), mode="markers",
+            name=f"{series.label} ({len(series.trial_ids):,})", hoverinfo="text",
+            meta=series.kind, marker=_marker(series)))
+    all_flops = [f for s in info.series for f in s.flops] + [r.peak_flops for r in info.roofs]
+    all_ai = [a for s in info.series for a in s.ai] + [a for r in info.roofs for a in r.ai]
+    xaxis: dict[str, Any] = {"type": "log", "title": "arithmetic intensity (FLOP/byte)",
+                             "ticks": "outside", "minor": {"showgrid": False}}
+    yaxis: dict[str, Any] = {"type": "log", "title": "achieved FLOP/s", "ticks": "outside",
+                             "minor": {"showgrid": False}}
+    if all_flops:
+        lo_y, hi_y = min(all_flops) / 2, max(all_flops) * 2
+        yaxis.update(decade_ticks(lo_y, hi_y, "FLOP/s"),
+                     range=[math.log10(lo_y), math.log10(hi_y)])
+        lo_x, hi_x = min(all_ai), max(all_ai)
+        xaxis.update(decade_ticks(lo_x, hi_x, None),
+                     range=[math.log10(lo_x), math.log10(hi_x)])
+    # Short: the toolbar sits at the top right. The page prints ``caption`` under the chart.
+    peaks = f"peaks: {info.peak_source}" if info.peak_source else "no peaks known: no roofs"
     fig.update_layout(
-        title={"text": f"Roofline: {info.device}<br><sup>{subtitle}</sup>"},
-        xaxis={"type": "log", "title": "arithmetic intensity (FLOP/byte)"},
-        yaxis={"type": "log", "title": "achieved FLOP/s"},
-        legend={"font": {"size": 10}}, margin={"t": 70}, height=520,
+        title={"text": f"{info.device}<br><sup>{peaks}</sup>",
+               "x": 0.01, "xanchor": "left", "y": 0.97, "yanchor": "top", "font": {"size": 15}},
+        xaxis=xaxis, yaxis=yaxis, annotations=_roof_annotations(info),
+        legend={"orientation": "h", "y": -0.16, "font": {"size": 11}},
+        margin={"t": 86, "l": 90, "r": 20, "b": 40}, height=520,
+        hoverlabel={"align": "left"},
     )
     return fig

@@ -6,7 +6,27 @@ dir when no URL is given); it migrates the schema to head on open.
 
 from __future__ import annotations
 
+from xe2tune.db._campaign_remote import (
+    BUDGET_ATTR,
+    CAMPAIGN_ATTR,
+    CAMPAIGN_STUDY,
+    COUNTED_BY_ATTR,
+    STUDY_ATTR,
+    WORKER_ATTR,
+    RemoteStudyStatus,
+    counted_by,
+    mixing_error,
+)
+from xe2tune.db._campaigns import (
+    CampaignRecord,
+    CampaignStatus,
+    CampaignStore,
+    CampaignStudyStatus,
+    CampaignWorkerStatus,
+)
+from xe2tune.db._dashboard_reads import RooflinePoints, TrialDetail
 from xe2tune.db._export import export_cpp, export_json, load_json
+from xe2tune.db._frame import results_csv
 from xe2tune.db._migrate import migrate_database
 from xe2tune.db._open import default_database_url, open_store
 from xe2tune.db._records import (
@@ -24,6 +44,7 @@ from xe2tune.db._records import (
     ResultRow,
     StudyRecord,
     SubmitOutcome,
+    TrialEntry,
     TrialRow,
 )
 from xe2tune.db._sql_store import SqlResultStore
@@ -36,6 +57,20 @@ from xe2tune.db._submission import (
 )
 
 __all__ = [
+    "BUDGET_ATTR",
+    "CAMPAIGN_ATTR",
+    "CAMPAIGN_STUDY",
+    "COUNTED_BY_ATTR",
+    "STUDY_ATTR",
+    "WORKER_ATTR",
+    "RemoteStudyStatus",
+    "counted_by",
+    "mixing_error",
+    "CampaignRecord",
+    "CampaignStatus",
+    "CampaignStore",
+    "CampaignStudyStatus",
+    "CampaignWorkerStatus",
     "BaselineResult",
     "BestQuery",
     "BestResult",
@@ -52,10 +87,13 @@ __all__ = [
     "ResultStore",
     "ResultSubmission",
     "RooflinePayload",
+    "RooflinePoints",
     "SqlResultStore",
     "StudyRecord",
     "SubmitOutcome",
     "TimingPayload",
+    "TrialDetail",
+    "TrialEntry",
     "TrialRow",
     "default_database_url",
     "export_cpp",
@@ -63,4 +101,5 @@ __all__ = [
     "load_json",
     "migrate_database",
     "open_store",
+    "results_csv",
 ]

@@ -17,8 +17,8 @@ from xe2tune.db._convert import aware
 from xe2tune.db._models import Device, KernelSource, Measurement, Problem, Study, Trial
 from xe2tune.db._records import BaselineResult, BestResult
 from xe2tune.errors import StoreError
-from xe2tune.harness import TrialStatus
 from xe2tune.kernels import ProblemSpec
+from xe2tune.measurement import TrialStatus
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session

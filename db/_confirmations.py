@@ -10,7 +10,7 @@ from xe2tune.db._convert import aware
 from xe2tune.db._models import Confirmation, Trial
 from xe2tune.db._records import ConfirmationEntry, ConfirmationRecord
 from xe2tune.errors import StoreError
-from xe2tune.harness import TrialStatus
+from xe2tune.measurement import TrialStatus
 
 if TYPE_CHECKING:
     from sqlalchemy import Subquery

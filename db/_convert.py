@@ -7,18 +7,18 @@ from typing import TYPE_CHECKING
 
 from xe2tune.db._models import Device, Measurement, Problem, Trial
 from xe2tune.db._records import DeviceRecord, MeasurementRecord, TrialRow
-from xe2tune.harness import TrialStatus
 from xe2tune.kernels import ProblemSpec
+from xe2tune.measurement import (
+    CORRECTNESS_FIELDS,
+    ROOFLINE_FIELDS,
+    TIMING_FIELDS,
+    TrialStatus,
+)
 
 if TYPE_CHECKING:
-    from xe2tune.harness import TrialResult
+    from xe2tune.measurement import TrialResult
 
-TIMING_FIELDS = ("median_s", "mean_s", "min_s", "max_s", "p10_s", "p90_s", "cv", "warmup",
-                 "iterations", "n_buf", "host_overhead_s")
-ROOFLINE_FIELDS = ("flops", "bytes", "arithmetic_intensity", "achieved_flops",
-                   "achieved_bandwidth", "peak_flops", "peak_bandwidth", "attainable_flops",
-                   "roofline_fraction", "peak_source")
-CORRECTNESS_FIELDS = ("nonfinite", "max_abs_error", "rel_l2_error", "atol", "rtol_l2")
+# a measurement row's columns: the harness's records, flattened (TimingStats as its summary)
 SUMMARY_FIELDS = (*TIMING_FIELDS, *ROOFLINE_FIELDS, *CORRECTNESS_FIELDS, "passed")
 
 

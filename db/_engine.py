@@ -24,11 +24,12 @@ from sqlalchemy.engine import URL, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError, SQLAlchemyError
 from sqlalchemy.pool import NullPool, StaticPool
 
-from xe2tune.errors import StoreError
+from xe2tune.errors import NoDatabase, StoreError
 
 BUSY_TIMEOUT_S = 30.0
 WRITE_OPTION = "xe2t_write"
-ACCEPTED = "a SQLAlchemy URL such as sqlite:////abs/path/xe2tune.db or postgresql://host/db"
+ACCEPTED = ("a SQLAlchemy URL such as sqlite:////abs/path/xe2tune.db or "
+            "postgresql+psycopg://user@host/db")
 
 
 def parse_url(url: str, *, read_only: bool = False) -> URL:
@@ -64,7 +65,7 @@ def _check_sqlite_path(url: str, database: str | None, *, read_only: bool) -> No
     elif not path.parent.is_dir():
         raise StoreError(f"directory of the database in {url!r} does not exist: {path.parent}")
     elif read_only:
-        raise StoreError(f"nothing tuned in {url!r}: the database file does not exist yet; "
+        raise NoDatabase(f"nothing tuned in {url!r}: the database file does not exist yet; "
                          "run xe2tune search first")
     elif not os.access(path.parent, os.W_OK):
         raise StoreError(f"cannot create the database in {url!r}: {path.parent} is not writable")
@@ -125,8 +126,10 @@ def make_engine(url: str, *, read_only: bool = False) -> Engine:
             f"unknown database dialect in {shown!r}; accepted: {ACCEPTED}"
         ) from exc
     except ImportError as exc:
+        hint = ("; pip install 'xe2tune[postgres]' installs psycopg, for postgresql+psycopg:// "
+                "URLs" if parsed.get_backend_name() == "postgresql" else "")
         raise StoreError(
-            f"the database driver for {shown!r} is not installed ({exc.name})"
+            f"the database driver for {shown!r} is not installed ({exc.name}){hint}"
         ) from exc
     if sqlite:
         _configure_sqlite(engine, read_only=read_only)

@@ -6,12 +6,18 @@ import json
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
+from sqlalchemy import Integer
 
 from xe2tune.db._reads import FRAME_COLUMNS
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+# rows per frame of ResultStore.results_frames: bounds the memory of a streamed export
+FRAME_CHUNK_ROWS = 5_000
+# integers in the database; pandas makes a column float when one row lacks it (no measurement)
+INTEGER_COLUMNS = tuple(name for name, column in FRAME_COLUMNS.items()
+                        if isinstance(column.type, Integer))
 CONFIG_COLUMNS = ("shape_qk", "shape_pv", "shape_out", "subgroup_layout", "stages", "vtiles",
                   "subgroup_size", "knobs")
 
@@ -47,3 +53,13 @@ def results_frame(rows: Sequence[Any]) -> pd.DataFrame:
     frame["tflops"] = frame["achieved_flops"] / 1e12
     frame["gbps"] = frame["achieved_bandwidth"] / 1e9
     return frame
+
+
+def results_csv(frame: pd.DataFrame, *, header: bool = True) -> str:
+    """A results frame as CSV, its config dict left out (its fields are columns already).
+
+    Integer columns print as integers (blank where a trial has no measurement), never ``3.0``:
+    so every chunk of :meth:`ResultStore.results_frames` prints as the whole frame would.
+    """
+    columns = frame.drop(columns=["config"]).astype(dict.fromkeys(INTEGER_COLUMNS, "Int64"))
+    return columns.to_csv(index=False, header=header)

@@ -58,10 +58,11 @@ class Meta(Base):
 
 
 class Device(Base):
-    """A device, identified by (name, backend, driver), with the peaks used for its rooflines."""
+    """A device, identified by (name, backend, driver, compute units), with the peaks used for its
+    rooflines. Two parts that differ only in compute units (a cut-down SKU) tune apart."""
 
     __tablename__ = "xe2t_devices"
-    __table_args__ = (UniqueConstraint("name", "backend", "driver"),)
+    __table_args__ = (UniqueConstraint("name", "backend", "driver", "compute_units"),)
 
     id: Mapped[int] = mapped_column(primary_key=True)
     name: Mapped[str] = mapped_column(String(256))
@@ -235,6 +236,7 @@ class Lease(Base):
     pid: Mapped[int] = mapped_column(Integer)
     expires_at: Mapped[datetime] = mapped_column(DateTime)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    renewed_at: Mapped[datetime | None] = mapped_column(DateTime)  # the last heartbeat
 
 
 class Reservation(Base):

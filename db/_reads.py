@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Select, Text, case, func, select, type_coerce
+from sqlalchemy import Select, Text, case, cast, func, select
 from sqlalchemy.orm import selectinload
 
 from xe2tune.db._convert import (
@@ -28,9 +28,11 @@ from xe2tune.db._models import (
 from xe2tune.db._records import MeasuredCeilings, ResultRow, StudyRecord
 from xe2tune.db._writes import DATA_VERSION
 from xe2tune.errors import StoreError
-from xe2tune.harness import TrialStatus
+from xe2tune.measurement import TrialStatus
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from sqlalchemy.orm import Session
 
     from xe2tune.db._records import DeviceRecord, ResultFilters, TrialRow
@@ -181,12 +183,17 @@ FRAME_COLUMNS: dict[str, Any] = {
     "mode": Problem.mode, "head_dim": Problem.head_dim, "dtype": Problem.dtype,
     "q_len": Problem.q_len, "kv_len": Problem.kv_len, "heads_q": Problem.heads_q,
     "heads_kv": Problem.heads_kv, "batch": Problem.batch, "causal": Problem.causal,
-    "config_hash": Trial.config_hash, "config": type_coerce(Trial.config, Text),  # raw JSON
+    # raw JSON text: a cast, since psycopg decodes a PostgreSQL json column whatever the type
+    "config_hash": Trial.config_hash, "config": cast(Trial.config, Text),
     "is_default": Trial.is_default,
     "origin": Trial.origin, "status": Trial.status, "build_s": Trial.build_s,
     "verify_s": Trial.verify_s, "bench_s": Trial.bench_s, "error": Trial.error,
     **{name: getattr(Measurement, name) for name in SUMMARY_FIELDS},
 }
+
+
+def _frame_statement(filters: ResultFilters | None, ids: list[int] | None) -> Select[Any]:
+    return _filtered(_joined(*FRAME_COLUMNS.values()), filters, ids).order_by(Trial.id.desc())
 
 
 def result_tuples(session: Session, filters: ResultFilters | None,
@@ -196,8 +203,20 @@ def result_tuples(session: Session, filters: ResultFilters | None,
     Run on the session's connection (Core rows, no ORM loading): this feeds tables of 10^5 rows.
     Plain tuples, because pandas mistakes a Row with a ``dtype`` column for an array.
     """
-    stmt = _filtered(_joined(*FRAME_COLUMNS.values()), filters, ids).order_by(Trial.id.desc())
-    return [tuple(row) for row in session.connection().execute(stmt)]
+    return [tuple(row) for row in session.connection().execute(_frame_statement(filters, ids))]
+
+
+def result_tuple_chunks(session: Session, filters: ResultFilters | None, ids: list[int] | None,
+                        *, limit: int | None, chunk_rows: int) -> Iterator[list[tuple[Any, ...]]]:
+    """:func:`result_tuples` (the newest ``limit`` only), ``chunk_rows`` at a time.
+
+    ``yield_per`` fetches from the cursor as the chunks are consumed (a server-side cursor on
+    PostgreSQL, SQLite steps its statement), so memory stays bounded whatever the table size.
+    """
+    stmt = _frame_statement(filters, ids).limit(limit)
+    result = session.connection().execution_options(yield_per=chunk_rows).execute(stmt)
+    for part in result.partitions():
+        yield [tuple(row) for row in part]
 
 
 def check_page(limit: int, offset: int) -> None:

@@ -7,13 +7,14 @@ with no session attached: a caller may keep them, compare them and serialise the
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from xe2tune.harness import TrialStatus
 from xe2tune.kernels import HEAD_DIMS, LauncherConfig, ProblemSpec
+from xe2tune.measurement import TrialResult, TrialStatus
 
 PeakSource = Literal["catalog", "measured"]
 Match = Literal["exact", "nearest"]
@@ -128,6 +129,16 @@ class MeasurementRecord(_Record):
     def gbps(self) -> float | None:
         """Achieved GB/s at the median time."""
         return None if self.achieved_bandwidth is None else self.achieved_bandwidth / 1e9
+
+
+@dataclass(frozen=True)
+class TrialEntry:
+    """One trial for ``ResultStore.record_trials``: ``record_trial``'s arguments, as a value."""
+
+    result: TrialResult
+    number: int | None = None
+    is_default: bool = False
+    baseline: str | None = None
 
 
 class TrialRow(_Record):

@@ -29,7 +29,8 @@ def _naive(moment: datetime) -> datetime:
 
 def hold_lease(session: Session, lease: LeaseRecord) -> None:
     """Insert the lease or move its expiry (a heartbeat)."""
-    values = {"host": lease.host, "pid": lease.pid, "expires_at": _naive(lease.expires_at)}
+    values = {"host": lease.host, "pid": lease.pid, "expires_at": _naive(lease.expires_at),
+              "renewed_at": utcnow()}
     changed = session.execute(
         update(Lease).where(Lease.owner == lease.owner).values(**values)).rowcount
     if not changed:

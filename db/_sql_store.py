@@ -15,10 +15,10 @@ from sqlalchemy import Engine, event
 from sqlalchemy.exc import IntegrityError, SQLAlchemyError
 from sqlalchemy.orm import Session, sessionmaker
 
-from xe2tune.db import _best, _confirmations, _reads, _reservations, _writes
+from xe2tune.db import _best, _confirmations, _dashboard_reads, _reads, _reservations, _writes
 from xe2tune.db._convert import trial_row
 from xe2tune.db._engine import WRITE_OPTION, describe, is_memory, sqlite_connect_args
-from xe2tune.db._frame import results_frame
+from xe2tune.db._frame import FRAME_CHUNK_ROWS, results_frame
 from xe2tune.db._records import StudyRecord, SubmitOutcome
 from xe2tune.errors import StoreError
 
@@ -34,11 +34,12 @@ if TYPE_CHECKING:
         MeasuredCeilings,
         ResultFilters,
         ResultRow,
+        TrialEntry,
         TrialRow,
     )
     from xe2tune.db._submission import ResultSubmission
-    from xe2tune.harness import TrialResult
     from xe2tune.kernels import ProblemSpec
+    from xe2tune.measurement import TrialResult
 
 T = TypeVar("T")
 
@@ -158,6 +159,11 @@ class SqlResultStore:
             s, study_id, result, number=number, is_default=is_default, origin="local",
             baseline=baseline))
 
+    def record_trials(self, study_id: int, entries: Sequence[TrialEntry]) -> list[int]:
+        """See ResultStore.record_trials."""
+        return self._write(lambda s: _writes.insert_trials(s, study_id, entries,
+                                                           origin="local"))
+
     def find_trial(self, study_id: int, config_hash: str) -> TrialRow | None:
         """See ResultStore.find_trial."""
         with self._read() as session:
@@ -248,6 +254,21 @@ class SqlResultStore:
             ids = _reads.device_ids(session, filters.device if filters else None)
             return results_frame(_reads.result_tuples(session, filters, ids))
 
+    def results_frames(
+        self, filters: ResultFilters | None = None, *, limit: int | None = None,
+        chunk_rows: int = FRAME_CHUNK_ROWS,
+    ) -> Iterator[pandas.DataFrame]:
+        """See ResultStore.results_frames."""
+        with self._read() as session:
+            ids = _reads.device_ids(session, filters.device if filters else None)
+            empty = True
+            for rows in _reads.result_tuple_chunks(session, filters, ids, limit=limit,
+                                                   chunk_rows=chunk_rows):
+                empty = False
+                yield results_frame(rows)
+            if empty:  # the columns, so that a CSV of nothing still has its header
+                yield results_frame([])
+
     def devices(self) -> list[DeviceRecord]:
         """See ResultStore.devices."""
         with self._read() as session:
@@ -268,6 +289,16 @@ class SqlResultStore:
         """See ResultStore.trials."""
         with self._read() as session:
             return _reads.trials(session, study_id)
+
+    def roofline_points(self, device_id: int) -> _dashboard_reads.RooflinePoints:
+        """See ResultStore.roofline_points."""
+        with self._read() as session:
+            return _dashboard_reads.roofline_points(session, device_id)
+
+    def trial_details(self, trial_ids: Sequence[int]) -> dict[int, _dashboard_reads.TrialDetail]:
+        """See ResultStore.trial_details."""
+        with self._read() as session:
+            return _dashboard_reads.trial_details(session, [int(i) for i in trial_ids])
 
     def data_version(self) -> int:
         """See ResultStore.data_version."""

@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterator, Sequence
 
     import pandas
 
+    from xe2tune.db._dashboard_reads import RooflinePoints, TrialDetail
     from xe2tune.db._records import (
         BestQuery,
         BestResult,
@@ -20,11 +21,12 @@ if TYPE_CHECKING:
         ResultRow,
         StudyRecord,
         SubmitOutcome,
+        TrialEntry,
         TrialRow,
     )
     from xe2tune.db._submission import ResultSubmission
-    from xe2tune.harness import TrialResult
     from xe2tune.kernels import ProblemSpec
+    from xe2tune.measurement import TrialResult
 
 
 class ResultStore(Protocol):
@@ -93,7 +95,10 @@ class ResultStore(Protocol):
     # -- writes -----------------------------------------------------------------------------
 
     def upsert_device(self, device: DeviceRecord) -> int:
-        """Insert the device or update the stored row with the same (name, backend, driver).
+        """Insert the device or update the stored row with the same (name, backend, driver,
+        compute units).
+
+        A record without peaks (``peak_source`` None) keeps the stored row's peaks.
 
         Returns:
             The device id.
@@ -166,9 +171,9 @@ class ResultStore(Protocol):
     ) -> int:
         """Store one trial and its measurement; ``number`` is the optuna trial number.
 
-        The result is validated like a remote submission: the config must parse as a
-        ``LauncherConfig`` whose ``config_hash()`` equals ``result.config_hash``, and an OK
-        result must carry timing with finite positive samples and a passed correctness report.
+        The result is validated like a remote submission: an OK result must carry timing with
+        finite positive samples and a passed correctness report. Its config is a
+        ``LauncherConfig`` (stored in its JSON form, under its ``config_hash()``).
         The trial's family is the config's. ``baseline`` is the label of a seeded baseline
         config (e.g. "seed 000 SageV1", at most 64 characters), None for a tuned config;
         ``best`` shows every baseline of a problem beside its best.
@@ -180,6 +185,20 @@ class ResultStore(Protocol):
             StoreError: unknown study, a trial with this config hash already stored in the study
                 (call ``find_trial`` first), an inconsistent result, or the database could not be
                 written.
+        """
+        ...
+
+    def record_trials(self, study_id: int, entries: Sequence[TrialEntry]) -> list[int]:
+        """Store many trials of one study in one transaction: all of them or, when any is
+        refused, none. Each entry is validated as :meth:`record_trial` validates its arguments
+        and stored as the same rows; a config may appear once per batch.
+
+        Returns:
+            The trial ids, in the order of ``entries``.
+
+        Raises:
+            StoreError: as :meth:`record_trial` (naming the refused entry), a config twice in
+                the batch, or the database could not be written.
         """
         ...
 
@@ -336,6 +355,21 @@ class ResultStore(Protocol):
         """
         ...
 
+    def results_frames(
+        self, filters: ResultFilters | None = None, *, limit: int | None = None,
+        chunk_rows: int = ...,
+    ) -> Iterator[pandas.DataFrame]:
+        """:meth:`results_frame`'s rows (the newest ``limit`` only), as frames of at most
+        ``chunk_rows`` rows read while they are consumed: memory stays bounded whatever the
+        database size (``xe2tune results --format csv`` streams them). Yields one empty frame
+        (the columns) when nothing matches. The read transaction stays open until the iterator
+        is exhausted or closed.
+
+        Raises:
+            StoreError: the database could not be read.
+        """
+        ...
+
     def devices(self) -> list[DeviceRecord]:
         """Every device, oldest first.
 
@@ -362,6 +396,22 @@ class ResultStore(Protocol):
 
     def trials(self, study_id: int) -> list[TrialRow]:
         """Every trial of a study with its measurement and raw samples, in the order stored.
+
+        Raises:
+            StoreError: the database could not be read.
+        """
+        ...
+
+    def roofline_points(self, device_id: int) -> RooflinePoints:
+        """Intensity and FLOP/s of every OK trial of a device, as arrays (no configs).
+
+        Raises:
+            StoreError: the database could not be read.
+        """
+        ...
+
+    def trial_details(self, trial_ids: Sequence[int]) -> dict[int, TrialDetail]:
+        """Problem, config and numbers of the given trials, by id; unknown ids are left out.
 
         Raises:
             StoreError: the database could not be read.

@@ -7,25 +7,56 @@ make each later answer huge or unencodable. The API also bounds the whole body.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    PlainValidator,
+    WithJsonSchema,
+    model_validator,
+)
 
 from xe2tune.db._records import DeviceRecord
 from xe2tune.db._validate import trial_problems
-from xe2tune.harness import (
+from xe2tune.errors import InvalidConfig
+from xe2tune.kernels import LauncherConfig, ProblemSpec
+from xe2tune.measurement import (
     CorrectnessReport,
     RooflineFigures,
     TimingStats,
     TrialResult,
     TrialStatus,
 )
-from xe2tune.kernels import ProblemSpec
 
 MAX_SAMPLES = 20_000  # the harness times at most 1000 launches; a confirmation pools rounds
 MAX_ERROR = 65_536  # characters of an error (a build log's first lines)
 MAX_ITEMS = 64  # entries of the small maps and lists (extra, peaks, subgroup sizes)
 MAX_EXTENT = 2**31 - 1  # problem sizes: a 32-bit int in the kernels and the database
+
+
+def _launcher_config(value: Any) -> LauncherConfig:
+    """A posted config (its JSON form), parsed once on arrival; a tuner's own value as it is."""
+    if isinstance(value, LauncherConfig):
+        return value
+    try:
+        return LauncherConfig.from_dict(value)
+    except InvalidConfig as exc:  # pydantic reports ValueErrors as 422s naming the field
+        raise ValueError(f"not a launcher config: {exc.reason}") from None
+
+
+ConfigField = Annotated[
+    LauncherConfig,
+    PlainValidator(_launcher_config),
+    PlainSerializer(LauncherConfig.to_dict, return_type=dict[str, Any]),
+    WithJsonSchema({"type": "object",
+                    "description": "a launcher config in the JSON form of "
+                                   "LauncherConfig.to_dict (family, shape_qk, shape_pv, "
+                                   "shape_out, subgroup_layout, stages, subgroup_size, knobs)"}),
+]
+"""A LauncherConfig in a payload: its JSON form on the wire, the value object in Python."""
 
 
 class _Payload(BaseModel):
@@ -96,7 +127,7 @@ class ResultSubmission(_Payload):
     source_hash: str = Field(min_length=1, max_length=128)
     problem: ProblemSpec
     status: TrialStatus
-    config: dict[str, Any] = Field(max_length=MAX_ITEMS)
+    config: ConfigField
     config_hash: str = Field(max_length=64)
     is_default: bool = False
     baseline: str | None = Field(default=None, min_length=1, max_length=64,
@@ -117,13 +148,44 @@ class ResultSubmission(_Payload):
         for name in ("q_len", "kv_len", "heads_q", "heads_kv", "batch"):
             if getattr(self.problem, name) > MAX_EXTENT:
                 raise ValueError(f"problem.{name} must be at most {MAX_EXTENT}")
+        # The hash is the cache key that keeps a config from being measured twice: a sender's
+        # must be the one this xe2tune derives from the config.
+        expected = self.config.config_hash()
+        if self.config_hash != expected:
+            raise ValueError(f"config_hash {self.config_hash!r} does not match the config "
+                             f"({expected!r})")
         problems = trial_problems(self.trial_result())
         if problems:
             raise ValueError("; ".join(problems))
         return self
 
+    @classmethod
+    def from_result(cls, result: TrialResult, *, device: DeviceRecord, family: str,
+                    source_hash: str, problem: ProblemSpec, is_default: bool = False,
+                    baseline: str | None = None) -> ResultSubmission:
+        """A measured trial as the body a remote tuner posts: the inverse of
+        :meth:`trial_result`, each group read from the harness's records by its own fields.
+
+        Raises:
+            pydantic.ValidationError: the result breaks a cap or rule of the payload.
+        """
+        timing, check, roof = result.timing, result.correctness, result.roofline
+        return cls(
+            device=DevicePayload.model_validate(device.model_dump(exclude={"id"})),
+            family=family, source_hash=source_hash, problem=problem, status=result.status,
+            config=result.config, config_hash=result.config_hash, is_default=is_default,
+            baseline=baseline, build_s=result.build_s, verify_s=result.verify_s,
+            bench_s=result.bench_s, error=result.error, extra=dict(result.extra),
+            timing=None if timing is None else TimingPayload.model_validate(
+                timing, from_attributes=True),
+            correctness=None if check is None else CorrectnessPayload.model_validate(
+                check, from_attributes=True),
+            roofline=None if roof is None else RooflinePayload.model_validate(
+                roof, from_attributes=True),
+        )
+
     def trial_result(self) -> TrialResult:
-        """The submission as the harness's own result type."""
+        """The submission as the harness's own result type (its config is already one)."""
         timing = None
         if self.timing is not None:
             timing = TimingStats.from_samples(
@@ -132,8 +194,7 @@ class ResultSubmission(_Payload):
             )
         return TrialResult(
             status=self.status,
-            config=dict(self.config),
-            config_hash=self.config_hash,
+            config=self.config,
             build_s=self.build_s,
             verify_s=self.verify_s,
             bench_s=self.bench_s,

@@ -5,12 +5,10 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING
 
-from xe2tune.errors import InvalidConfig
-from xe2tune.harness import TrialStatus
-from xe2tune.kernels import LauncherConfig
+from xe2tune.measurement import TrialStatus
 
 if TYPE_CHECKING:
-    from xe2tune.harness import TrialResult
+    from xe2tune.measurement import TrialResult
 
 
 def _finite(value: float) -> bool:
@@ -20,19 +18,11 @@ def _finite(value: float) -> bool:
 def trial_problems(result: TrialResult) -> list[str]:
     """Everything wrong with a trial result, as sentences; empty when it may be stored.
 
-    The config hash must be the one ``LauncherConfig.config_hash`` derives, because it is the
-    cache key that guarantees a config is never measured twice; an OK trial must have been
-    verified and timed, because only OK trials can become "best".
+    The config is a ``LauncherConfig`` (checked when it was made or received) and the hash is
+    derived from it; an OK trial must have been verified and timed, because only OK trials can
+    become "best".
     """
     problems: list[str] = []
-    try:
-        expected = LauncherConfig.from_dict(dict(result.config)).config_hash()
-        if expected != result.config_hash:
-            problems.append(
-                f"config_hash {result.config_hash!r} does not match the config ({expected!r})"
-            )
-    except InvalidConfig as exc:
-        problems.append(f"config is not a launcher config: {exc.reason}")
     for name in ("build_s", "verify_s", "bench_s"):
         value = getattr(result, name)
         if not _finite(value) or value < 0:

@@ -17,19 +17,23 @@ from xe2tune.db._models import (
     Trial,
     utcnow,
 )
+from xe2tune.db._records import TrialEntry
 from xe2tune.db._validate import trial_problems
 from xe2tune.errors import StoreError
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from sqlalchemy.orm import Session
 
     from xe2tune.db._records import DeviceRecord, MeasuredCeilings
-    from xe2tune.harness import TrialResult
     from xe2tune.kernels import ProblemSpec
+    from xe2tune.measurement import TrialResult
 
 DATA_VERSION = "data_version"
 _DEVICE_FIELDS = ("device_type", "compute_units", "global_mem_bytes", "local_mem_bytes",
-                  "max_work_group_size", "peak_bandwidth", "peak_source")
+                  "max_work_group_size")
+_PEAK_FIELDS = ("peak_bandwidth", "peak_source")
 
 
 def bump_data_version(session: Session) -> None:
@@ -38,20 +42,29 @@ def bump_data_version(session: Session) -> None:
 
 
 def upsert_device(session: Session, device: DeviceRecord) -> int:
-    """Insert or update the device with this (name, backend, driver); return its id."""
+    """Insert or update the device with this (name, backend, driver, compute units); return its
+    id.
+
+    A record without peaks (``peak_source`` None: a caller that only needs the id) leaves the
+    stored peaks as they are; it must not erase the measured ones.
+    """
     row = session.scalars(
         select(Device).where(Device.name == device.name, Device.backend == device.backend,
-                             Device.driver == device.driver)
+                             Device.driver == device.driver,
+                             Device.compute_units == device.compute_units)
     ).one_or_none()
     if row is None:
-        row = Device(name=device.name, backend=device.backend, driver=device.driver)
+        row = Device(name=device.name, backend=device.backend, driver=device.driver,
+                     compute_units=device.compute_units)
         session.add(row)
-    for name in _DEVICE_FIELDS:
+    fields = _DEVICE_FIELDS + (_PEAK_FIELDS if device.peak_source is not None else ())
+    for name in fields:
         if getattr(row, name, None) != getattr(device, name):
             setattr(row, name, getattr(device, name))
     if row.sub_group_sizes != list(device.sub_group_sizes):
         row.sub_group_sizes = list(device.sub_group_sizes)
-    if row.peak_flops != dict(device.peak_flops):
+    if (device.peak_source is not None or row.peak_flops is None) \
+            and row.peak_flops != dict(device.peak_flops):
         row.peak_flops = dict(device.peak_flops)
     session.flush()
     return row.id
@@ -134,41 +147,71 @@ def find_trial(session: Session, study_id: int, config_hash: str) -> Trial | Non
 
 
 BASELINE_MAX = 64  # xe2t_trials.baseline is String(64)
-FAMILY_MAX = 128  # xe2t_trials.family is String(128)
 
 
 def insert_trial(
     session: Session, study_id: int, result: TrialResult, *, number: int | None,
     is_default: bool, origin: str, baseline: str | None = None,
 ) -> int:
-    """Validate and store one trial with its measurement; return the trial id.
+    """Validate and store one trial with its measurement; return the trial id."""
+    entry = TrialEntry(result, number=number, is_default=is_default, baseline=baseline)
+    return insert_trials(session, study_id, [entry], origin=origin)[0]
 
-    The trial's family is its config's (validated to parse as a LauncherConfig, which names one).
+
+def insert_trials(session: Session, study_id: int, entries: Sequence[TrialEntry], *,
+                  origin: str) -> list[int]:
+    """Validate every trial of one study, then store them all with their measurements in one
+    flush; return their ids in order. Nothing is added when any of them is refused.
+
+    A trial's family is its config's (a LauncherConfig's family name fits the column). The
+    config's JSON form is made here, once: it is what the row stores.
     """
-    problems = trial_problems(result)
-    family = result.config.get("family") if not problems else None
-    if isinstance(family, str) and len(family) > FAMILY_MAX:
-        problems.append(f"config family must be at most {FAMILY_MAX} characters")
-    if baseline is not None and not 0 < len(baseline) <= BASELINE_MAX:
-        problems.append(f"baseline label must be 1 to {BASELINE_MAX} characters, "
-                        f"got {len(baseline)}")
-    if problems:
-        raise StoreError(f"inconsistent trial result: {'; '.join(problems)}")
+    batch = len(entries) > 1
+    for index, entry in enumerate(entries):
+        problems = trial_problems(entry.result)
+        if entry.baseline is not None and not 0 < len(entry.baseline) <= BASELINE_MAX:
+            problems.append(f"baseline label must be 1 to {BASELINE_MAX} characters, "
+                            f"got {len(entry.baseline)}")
+        if problems:
+            where = f" (entry {index} of {len(entries)})" if batch else ""
+            raise StoreError(f"inconsistent trial result{where}: {'; '.join(problems)}")
     if session.get(Study, study_id) is None:
         raise StoreError(f"unknown study id {study_id}")
-    existing = find_trial(session, study_id, result.config_hash)
-    if existing is not None:
+    hashes = [entry.result.config_hash for entry in entries]
+    if len(set(hashes)) < len(hashes):
+        twice = next(h for h in hashes if hashes.count(h) > 1)
+        raise StoreError(f"config {twice} appears twice in one batch for study {study_id}")
+    stored = _stored_trials(session, study_id, hashes)
+    if stored:
+        config_hash, trial_id = next(iter(stored.items()))
         raise StoreError(
-            f"config {result.config_hash} is already stored in study {study_id} "
-            f"(trial {existing.id}); look it up with find_trial instead of measuring it again"
+            f"config {config_hash} is already stored in study {study_id} (trial {trial_id}); "
+            "look it up with find_trial instead of measuring it again"
         )
-    trial = Trial(
-        study_id=study_id, number=number, config=dict(result.config),
-        config_hash=result.config_hash, family=family, baseline=baseline,
-        status=result.status.value, is_default=is_default,
-        origin=origin, build_s=result.build_s, verify_s=result.verify_s, bench_s=result.bench_s,
-        error=result.error, extra=dict(result.extra), measurement=measurement_row(result),
-    )
-    session.add(trial)
+    trials = [
+        Trial(study_id=study_id, number=entry.number, config=entry.result.config.to_dict(),
+              config_hash=config_hash, family=entry.result.config.family,
+              baseline=entry.baseline, status=entry.result.status.value,
+              is_default=entry.is_default, origin=origin, build_s=entry.result.build_s,
+              verify_s=entry.result.verify_s, bench_s=entry.result.bench_s,
+              error=entry.result.error, extra=dict(entry.result.extra),
+              measurement=measurement_row(entry.result))
+        for entry, config_hash in zip(entries, hashes, strict=True)
+    ]
+    session.add_all(trials)
     session.flush()
-    return trial.id
+    return [trial.id for trial in trials]
+
+
+_IN_LIST_ROWS = 500  # bound parameters per IN list (old SQLite builds allow 999)
+
+
+def _stored_trials(session: Session, study_id: int, hashes: list[str]) -> dict[str, int]:
+    """Trial id by config hash of those of ``hashes`` already stored in the study."""
+    found: dict[str, int] = {}
+    for start in range(0, len(hashes), _IN_LIST_ROWS):
+        found.update(session.execute(
+            select(Trial.config_hash, Trial.id).where(
+                Trial.study_id == study_id,
+                Trial.config_hash.in_(hashes[start:start + _IN_LIST_ROWS]))).all())
+    return found

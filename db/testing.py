@@ -7,30 +7,37 @@ Every ResultStore implementation's test module subclasses :class:`StoreContract`
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 import pytest
+from pydantic import ValidationError
 
+from xe2tune.db._frame import results_csv
 from xe2tune.db._records import (
     BestQuery,
     DeviceRecord,
     MeasuredCeilings,
     ResultFilters,
+    TrialEntry,
 )
 from xe2tune.db._submission import ResultSubmission
 from xe2tune.errors import StoreError
-from xe2tune.harness import (
+from xe2tune.kernels import LauncherConfig, ProblemSpec
+from xe2tune.measurement import (
     CorrectnessReport,
     RooflineFigures,
     TimingStats,
     TrialResult,
     TrialStatus,
 )
-from xe2tune.kernels import LauncherConfig, ProblemSpec
 
 if TYPE_CHECKING:
+    import pandas
+
     from xe2tune.db._store import ResultStore
 
 DEVICE = DeviceRecord(
@@ -75,15 +82,13 @@ def ok_result(config: LauncherConfig, median_s: float, *, flops: float = 1e9,
     )
     correctness = CorrectnessReport(nonfinite=0, max_abs_error=1e-3, rel_l2_error=2e-4,
                                     atol=1e-2, rtol_l2=1e-2)
-    return TrialResult(status=TrialStatus.OK, config=config.to_dict(),
-                       config_hash=config.config_hash(), build_s=0.5, verify_s=0.1,
+    return TrialResult(status=TrialStatus.OK, config=config, build_s=0.5, verify_s=0.1,
                        bench_s=0.2, timing=timing, correctness=correctness, roofline=roofline)
 
 
 def failed_result(config: LauncherConfig, status: TrialStatus, error: str) -> TrialResult:
     """A trial that failed before timing (compile error, launch error, ...)."""
-    return TrialResult(status=status, config=config.to_dict(), config_hash=config.config_hash(),
-                       build_s=0.3, error=error)
+    return TrialResult(status=status, config=config, build_s=0.3, error=error)
 
 
 def tune(store: ResultStore, problem: ProblemSpec, results: list[TrialResult], *,
@@ -110,20 +115,9 @@ def tune(store: ResultStore, problem: ProblemSpec, results: list[TrialResult], *
 
 def submission(config: LauncherConfig, median_s: float, problem: ProblemSpec) -> ResultSubmission:
     """A remote submission of an OK trial, built from the same values the tuner stores."""
-    result = ok_result(config, median_s)
-    assert result.timing and result.correctness and result.roofline
-    return ResultSubmission.model_validate({
-        "device": DEVICE.model_dump(exclude={"id"}), "family": "sdpa_prefill",
-        "source_hash": "src-1", "problem": problem.to_dict(), "status": "ok",
-        "config": result.config, "config_hash": result.config_hash,
-        "timing": {"samples": list(result.timing.samples), "warmup": 3, "n_buf": 2},
-        "correctness": {"nonfinite": 0, "max_abs_error": 1e-3, "rel_l2_error": 2e-4,
-                        "atol": 1e-2, "rtol_l2": 1e-2},
-        "roofline": {k: getattr(result.roofline, k) for k in (
-            "flops", "bytes", "arithmetic_intensity", "achieved_flops", "achieved_bandwidth",
-            "peak_flops", "peak_bandwidth", "attainable_flops", "roofline_fraction",
-            "peak_source")},
-    })
+    return ResultSubmission.from_result(ok_result(config, median_s), device=DEVICE,
+                                        family="sdpa_prefill", source_hash="src-1",
+                                        problem=problem)
 
 
 class StoreContract:
@@ -187,8 +181,7 @@ class StoreContract:
 
     def test_record_and_find_trial_keep_every_statistic(self, store: ResultStore) -> None:
         config = launcher_config()
-        result = TrialResult(**{**ok_result(config, 1e-3).__dict__,
-                                "extra": {"work_groups": 64, "plan": "split-kv"}})
+        result = replace(ok_result(config, 1e-3), extra={"work_groups": 64, "plan": "split-kv"})
         study_id = tune(store, prefill(512), [result])
         found = store.find_trial(study_id, config.config_hash())
         assert found is not None and found.status is TrialStatus.OK and found.is_default
@@ -211,17 +204,16 @@ class StoreContract:
             store.record_trial(study_id, ok_result(config, 2e-3))
         assert len(store.trials(study_id)) == 1
 
-    @pytest.mark.parametrize("broken", ["hash", "untimed_ok", "unverified_ok", "nan_sample"])
+    @pytest.mark.parametrize("broken", ["untimed_ok", "unverified_ok", "nan_sample"])
     def test_inconsistent_results_are_refused(self, store: ResultStore, broken: str) -> None:
+        # (A result's hash is its config's; a posted hash is checked by the submission, below.)
         study_id = tune(store, prefill(512), [])
         good = ok_result(launcher_config(), 1e-3)
         assert good.timing is not None and good.correctness is not None
         bad = {
-            "hash": TrialResult(**{**good.__dict__, "config_hash": "deadbeef"}),
-            "untimed_ok": TrialResult(**{**good.__dict__, "timing": None}),
-            "unverified_ok": TrialResult(**{**good.__dict__, "correctness": None}),
-            "nan_sample": TrialResult(**{**good.__dict__, "timing": TimingStats(
-                (math.nan, 1.0), 1, 2, 1, 0.0)}),
+            "untimed_ok": replace(good, timing=None),
+            "unverified_ok": replace(good, correctness=None),
+            "nan_sample": replace(good, timing=TimingStats((math.nan, 1.0), 1, 2, 1, 0.0)),
         }[broken]
         version = store.data_version()
         with pytest.raises(StoreError, match="inconsistent trial result"):
@@ -365,6 +357,23 @@ class StoreContract:
         best = store.best(BestQuery(head_dim=128, dtype="fp16", seq=512))
         assert best is not None and best.trial_id == first.trial_id
 
+    def test_a_submitted_trial_is_stored_as_the_tuner_stores_it(self, store: ResultStore) -> None:
+        result = replace(ok_result(launcher_config(), 1e-3), extra={"plan": "split-kv"})
+        local = tune(store, prefill(512), [result])
+        body = ResultSubmission.from_result(
+            result, device=DEVICE, family="sdpa_prefill", source_hash="src-2",
+            problem=prefill(512)).model_dump_json()
+        arrived = ResultSubmission.model_validate_json(body)
+        assert arrived.trial_result() == result
+        remote = store.submit_result(arrived)
+        [mine], [theirs] = store.trials(local), store.trials(remote.study_id)
+        same = {"config", "config_hash", "family", "status", "build_s", "verify_s", "bench_s",
+                "error", "measurement", "extra"}
+        assert theirs.model_dump(include=same) == mine.model_dump(include=same)
+        assert (mine.origin, theirs.origin) == ("local", "remote")
+        with pytest.raises(ValidationError, match="config_hash 'deadbeef' does not match"):
+            ResultSubmission.model_validate({**json.loads(body), "config_hash": "deadbeef"})
+
     def test_data_version_moves_on_every_write_and_only_then(self, store: ResultStore) -> None:
         start = store.data_version()
         device_id = store.upsert_device(DEVICE)
@@ -459,3 +468,73 @@ class StoreContract:
         store.submit_result(payload.model_copy(update={"baseline": "SYCL*TLA example"}))
         [row] = store.results()
         assert (row.family, row.baseline) == ("sdpa_xmx_prefill", "SYCL*TLA example")
+
+    # -- batch writes and streamed reads -----------------------------------------------------
+
+    def test_record_trials_stores_the_rows_record_trial_stores(self, store: ResultStore) -> None:
+        results = [replace(ok_result(launcher_config(), 2e-3), extra={"plan": "split-kv"}),
+                   ok_result(launcher_config(256, family="sdpa_xmx_prefill"), 1e-3),
+                   failed_result(launcher_config(32), TrialStatus.COMPILE_ERROR, "boom"),
+                   replace(ok_result(launcher_config(128), 3e-3), timing=None,
+                           status=TrialStatus.WRONG_RESULT)]
+        entries = [TrialEntry(r, number=i, is_default=i == 0,
+                              baseline="seed 000 SageV1" if i == 1 else None)
+                   for i, r in enumerate(results)]
+        one_by_one = tune(store, prefill(512), results, baselines={1: "seed 000 SageV1"})
+        batched = tune(store, prefill(1024), [])
+        version = store.data_version()
+        ids = store.record_trials(batched, entries)
+        assert store.data_version() == version + 1  # one transaction
+        assert ids == [t.id for t in store.trials(batched)]
+
+        def stored(study_id: int) -> list[dict[str, object]]:
+            return [t.model_dump(exclude={"id", "study_id", "created_at"})
+                    for t in store.trials(study_id)]
+
+        assert stored(batched) == stored(one_by_one) and len(stored(batched)) == 4
+        frame = store.results_frame().drop(columns=["trial_id", "created_at", "problem_id",
+                                                    "kv_len", "q_len", "study_id"],
+                                           errors="ignore")
+        assert frame.iloc[:4].reset_index(drop=True).equals(frame.iloc[4:].reset_index(drop=True))
+
+    def test_record_trials_is_all_or_nothing(self, store: ResultStore) -> None:
+        good = ok_result(launcher_config(), 1e-3)
+        study_id = tune(store, prefill(512), [good])
+        fresh = [TrialEntry(ok_result(launcher_config(bq), 1e-3)) for bq in (32, 128)]
+        version = store.data_version()
+        untimed = TrialEntry(replace(ok_result(launcher_config(256), 1e-3), timing=None))
+        for entries, message in (
+            ([fresh[0], untimed], r"inconsistent trial result \(entry 1 of 2\)"),
+            ([fresh[0], TrialEntry(good)], "already stored"),
+            ([fresh[0], fresh[1], fresh[0]], "appears twice in one batch"),
+            ([fresh[0], TrialEntry(fresh[1].result, baseline="x" * 65)], "baseline label"),
+        ):
+            with pytest.raises(StoreError, match=message):
+                store.record_trials(study_id, entries)
+            assert len(store.trials(study_id)) == 1 and store.data_version() == version
+        with pytest.raises(StoreError, match="unknown study id"):
+            store.record_trials(study_id + 1000, fresh)
+        assert len(store.record_trials(study_id, fresh)) == 2
+
+    def test_results_frames_stream_the_results_frame(self, store: ResultStore) -> None:
+        [chunk] = store.results_frames()
+        assert chunk.empty and list(chunk.columns) == list(store.results_frame().columns)
+        tune(store, prefill(512), [ok_result(launcher_config(), 1e-3),
+                                   failed_result(launcher_config(32), TrialStatus.TIMEOUT, "t"),
+                                   ok_result(launcher_config(128), 2e-3)],
+             baselines={2: "oneDNN default"})
+        tune(store, prefill(4096, causal=True), [ok_result(launcher_config(), 2e-3),
+                                                 ok_result(launcher_config(256), 3e-3)])
+
+        def csv(frames: list[pandas.DataFrame]) -> str:
+            return "".join(results_csv(f, header=i == 0) for i, f in enumerate(frames))
+
+        whole = store.results_frame()
+        chunks = list(store.results_frames(chunk_rows=2))
+        assert [len(c) for c in chunks] == [2, 2, 1]
+        assert csv(chunks) == csv([whole])
+        assert ",3,5,2," in csv(chunks)  # warmup, iterations, n_buf: integers, not 3.0
+        newest = list(store.results_frames(limit=3, chunk_rows=2))
+        assert csv(newest) == csv([whole.head(3)])
+        failed = ResultFilters(status=TrialStatus.TIMEOUT)
+        assert csv(list(store.results_frames(failed))) == csv([store.results_frame(failed)])

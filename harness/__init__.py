@@ -17,34 +17,44 @@ from xe2tune.harness._device import (
     open_queue,
     resolve_device,
 )
+from xe2tune.harness._executor import BufferSet, PlanExecutor
 from xe2tune.harness._fit import problem_unfit_reason
 from xe2tune.harness._limits import TrialLimits
-from xe2tune.harness._measurement import (
+from xe2tune.harness._peaks import DevicePeaks, catalog_peaks
+from xe2tune.harness._roofline import RooflineModel, SdpaWork, sdpa_work, visible_pairs
+from xe2tune.harness._runner import ConfigRunner, MeasureRequest, TrialHooks
+from xe2tune.harness._supervisor import WorkerGone, WorkerProcess
+from xe2tune.harness._worker import WorkerSpec, overlaps_builds
+from xe2tune.measurement import (
     CorrectnessReport,
     RooflineFigures,
     TimingStats,
     TrialResult,
     TrialStatus,
 )
-from xe2tune.harness._peaks import DevicePeaks, catalog_peaks
-from xe2tune.harness._roofline import RooflineModel, SdpaWork, sdpa_work, visible_pairs
-from xe2tune.harness._worker import WorkerSpec, overlaps_builds
 
 __all__ = [
     "CEILING_SETTINGS",
     "BenchSettings",
     "BufferRotation",
+    "BufferSet",
     "Ceilings",
+    "ConfigRunner",
     "CorrectnessReport",
     "DeviceListing",
     "DevicePeaks",
+    "MeasureRequest",
+    "PlanExecutor",
     "RooflineFigures",
     "RooflineModel",
     "SdpaWork",
     "TimingStats",
+    "TrialHooks",
     "TrialLimits",
     "TrialResult",
     "TrialStatus",
+    "WorkerGone",
+    "WorkerProcess",
     "WorkerSpec",
     "bench",
     "catalog_peaks",

@@ -18,7 +18,7 @@ from typing import Generic, TypeVar
 import dpctl
 
 from xe2tune.errors import BenchTimeout
-from xe2tune.harness._measurement import TimingStats
+from xe2tune.measurement import TimingStats
 
 T = TypeVar("T")
 

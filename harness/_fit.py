@@ -10,8 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from xe2tune.kernels import DeviceCaps, ProblemSpec
-from xe2tune.kernels._problem import ELEMENT_BYTES
+from xe2tune.kernels import ELEMENT_BYTES, DeviceCaps, ProblemSpec
 
 # reference_sdpa holds score-sized float64 arrays of one (batch, KV head) at a time; tracemalloc
 # measured a peak of 4.7 of them (scores, masked scores, the shifted scores, exponentials).

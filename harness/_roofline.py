@@ -9,10 +9,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from xe2tune.harness._measurement import RooflineFigures
 from xe2tune.harness._peaks import DevicePeaks
-from xe2tune.kernels import ProblemSpec
-from xe2tune.kernels._problem import ELEMENT_BYTES
+from xe2tune.kernels import ELEMENT_BYTES, ProblemSpec
+from xe2tune.measurement import RooflineFigures
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,6 @@ from xe2tune.errors import (
 )
 from xe2tune.harness._bench import BenchSettings, BufferRotation, bench
 from xe2tune.harness._executor import BufferSet, PlanExecutor
-from xe2tune.harness._measurement import CorrectnessReport, TimingStats, TrialResult, TrialStatus
 from xe2tune.harness._roofline import RooflineModel
 from xe2tune.kernels import (
     DeviceCaps,
@@ -35,6 +34,7 @@ from xe2tune.kernels import (
     make_inputs,
     reference_sdpa,
 )
+from xe2tune.measurement import CorrectnessReport, TimingStats, TrialResult, TrialStatus
 
 
 @dataclass(frozen=True)
@@ -226,7 +226,7 @@ class ConfigRunner:
         """Validate, build, and check the output of one launch on the first buffer set."""
         family, problem, config = request.family, request.problem, request.config
         config_hash = config.config_hash()
-        base = {"config": config.to_dict(), "config_hash": config_hash}
+        base = {"config": config}
         reason = family.invalid_reason(config, problem, self.caps)
         if reason is not None:
             return TrialResult(TrialStatus.INVALID, error=reason, **base)
@@ -260,7 +260,7 @@ class ConfigRunner:
 
     def _time(self, v: _Verified) -> tuple[TimingStats, float]:
         """One timing of a verified config: its statistics and the wall seconds it took."""
-        self.hooks.phase("time", v.base["config_hash"])
+        self.hooks.phase("time", v.base["config"].config_hash())
         v.rotation.warn_if_cache_resident(self.llc_bytes)
         started = time.perf_counter()
         timing = bench(v.executor.launch, v.rotation, self.settings)

@@ -42,8 +42,7 @@ from xe2tune.harness._device import device_caps, open_queue
 from xe2tune.harness._peaks import DevicePeaks
 from xe2tune.harness._roofline import RooflineModel
 from xe2tune.harness._runner import ConfigRunner, MeasureRequest
-from xe2tune.kernels import DeviceCaps
-from xe2tune.kernels._native_build import load_extension
+from xe2tune.kernels import DeviceCaps, load_extension
 
 
 def overlaps_builds(caps: DeviceCaps) -> bool:

@@ -22,9 +22,10 @@ from xe2tune.kernels._jit import (
     has_matrix_aspect,
     source_hash,
 )
+from xe2tune.kernels._native_build import NativeBuildError, load_extension
 from xe2tune.kernels._ocloc import LARGE_GRF_OPTION, OclocReport, ocloc_compile, ocloc_path
 from xe2tune.kernels._prefill import PrefillFamily
-from xe2tune.kernels._problem import DTYPES, HEAD_DIMS, MODES, ProblemSpec
+from xe2tune.kernels._problem import DTYPES, ELEMENT_BYTES, HEAD_DIMS, MODES, ProblemSpec
 from xe2tune.kernels._reference import reference_sdpa
 from xe2tune.kernels._registry import (
     families_for,
@@ -52,6 +53,7 @@ __all__ = [
     "DOUBLE_GRF",
     "LARGE_GRF_OPTION",
     "DTYPES",
+    "ELEMENT_BYTES",
     "HEAD_DIMS",
     "MODES",
     "THRESHOLDS",
@@ -69,6 +71,7 @@ __all__ = [
     "KernelLaunch",
     "KernelSpirv",
     "LaunchPlan",
+    "NativeBuildError",
     "LauncherConfig",
     "OclocReport",
     "PrefillFamily",
@@ -91,6 +94,7 @@ __all__ = [
     "family_source_hash",
     "get_family",
     "has_matrix_aspect",
+    "load_extension",
     "make_inputs",
     "numpy_dtype",
     "ocloc_compile",

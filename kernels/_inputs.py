@@ -2,23 +2,27 @@
 
 from __future__ import annotations
 
-import ml_dtypes
+from functools import cache
+
 import numpy as np
 
 from xe2tune.errors import InvalidProblem
 from xe2tune.kernels._problem import DTYPES, ProblemSpec
 
-# bf16 host data is ml_dtypes.bfloat16: the same 2-byte bits as sycl::ext::oneapi::bfloat16.
-NUMPY_DTYPES: dict[str, np.dtype] = {
-    "fp16": np.dtype(np.float16),
-    "bf16": np.dtype(ml_dtypes.bfloat16),
-    "fp32": np.dtype(np.float32),
-}
+
+@cache
+def _numpy_dtypes() -> dict[str, np.dtype]:
+    # bf16 host data is ml_dtypes.bfloat16: the same 2-byte bits as sycl::ext::oneapi::bfloat16.
+    # Imported on first use: it takes about a second, which readers of results never need.
+    import ml_dtypes
+
+    return {"fp16": np.dtype(np.float16), "bf16": np.dtype(ml_dtypes.bfloat16),
+            "fp32": np.dtype(np.float32)}
 
 
 def numpy_dtype(dtype: str) -> np.dtype:
     """The numpy dtype holding a storage dtype ("fp16", "bf16", "fp32")."""
-    return NUMPY_DTYPES[dtype]
+    return _numpy_dtypes()[dtype]
 
 
 def dtype_name(dtype: np.dtype) -> str:
@@ -27,7 +31,7 @@ def dtype_name(dtype: np.dtype) -> str:
     Raises:
         InvalidProblem: for any other numpy dtype (the message lists the accepted ones).
     """
-    for name, candidate in NUMPY_DTYPES.items():
+    for name, candidate in _numpy_dtypes().items():
         if np.dtype(dtype) == candidate:
             return name
     raise InvalidProblem(

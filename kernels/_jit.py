@@ -13,12 +13,13 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import dpctl
+from typing import TYPE_CHECKING, Any
 
 from xe2tune.errors import KernelCompileError
 from xe2tune.kernels._native_build import load_extension
+
+if TYPE_CHECKING:
+    import dpctl
 
 KERNEL_DIR = Path(__file__).parent
 DEFINE_PREFIX = "XE2T_"

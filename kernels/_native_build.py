@@ -21,8 +21,6 @@ from functools import cache
 from pathlib import Path
 from types import ModuleType
 
-import dpctl
-
 from xe2tune.config import cache_dir
 from xe2tune.errors import Xe2TuneError
 
@@ -44,6 +42,9 @@ def _dist_file(dist: str, suffix: str) -> Path:
 
 
 def _toolchain() -> dict[str, str]:
+    # dpctl (and with it libsycl) loads here, on the first build: the extension links the
+    # libsycl dpctl loaded, and nothing that only reads configs or results pays for it.
+    import dpctl
     import pybind11
 
     sycl_hpp = _dist_file("intel-sycl-rt", "include/sycl/sycl.hpp")

@@ -20,8 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import dpctl
-
 from xe2tune.config import cpu_vectorizer_mode, spirv_capture_env
 from xe2tune.errors import KernelCompileError, WorkerError, Xe2TuneError
 from xe2tune.kernels._family import LaunchPlan
@@ -152,6 +150,8 @@ def child_main() -> int:
     Raises:
         dpctl.SyclQueueCreationError: if there is no such device (the parent reports it).
     """
+    import dpctl  # the child process is the only one here that opens a device
+
     request = json.loads(sys.stdin.read())
     queue = dpctl.SyclQueue(CAPTURE_DEVICE)
     try:

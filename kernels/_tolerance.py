@@ -3,14 +3,11 @@
 from __future__ import annotations
 
 import math
-from typing import TYPE_CHECKING
 
 import numpy as np
 
 from xe2tune.kernels._problem import ProblemSpec
-
-if TYPE_CHECKING:
-    from xe2tune.harness import CorrectnessReport
+from xe2tune.measurement import CorrectnessReport
 
 # (max abs error, relative L2 error) against the float64 reference with unit-variance inputs.
 # Dominated by the rounding of the output itself (fp16: 2^-11, bf16: 2^-8 relative) on values of
@@ -28,8 +25,6 @@ def check_output(problem: ProblemSpec, out: np.ndarray, reference: np.ndarray) -
     Any NaN or Inf (e.g. an element the kernel never wrote over the NaN poison) fails the check
     and reports infinite errors, so no threshold can pass it.
     """
-    from xe2tune.harness._measurement import CorrectnessReport  # harness imports kernels
-
     atol, rtol = THRESHOLDS[problem.dtype]
     got = np.asarray(out).astype(np.float64)
     ref = np.asarray(reference, dtype=np.float64)

@@ -7,6 +7,8 @@ which config is best. The device is named "Synthetic ..." so nobody mistakes it 
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
 import itertools
 import os
 import socket
@@ -22,7 +24,7 @@ from pathlib import Path
 import optuna
 
 from xe2tune.api import Settings
-from xe2tune.db import DeviceRecord, open_store
+from xe2tune.db import DeviceRecord, ResultSubmission, TrialEntry, open_store
 from xe2tune.harness import (
     CorrectnessReport,
     DevicePeaks,
@@ -75,8 +77,7 @@ def ok_result(problem: ProblemSpec, config: LauncherConfig, fraction: float) -> 
     median = fastest.flops / (fastest.attainable_flops * fraction)
     samples = (median * 0.99, median, median * 1.01, median * 1.03, median)
     return TrialResult(
-        status=TrialStatus.OK, config=config.to_dict(), config_hash=config.config_hash(),
-        build_s=1.5, verify_s=0.2, bench_s=0.4,
+        status=TrialStatus.OK, config=config, build_s=1.5, verify_s=0.2, bench_s=0.4,
         timing=TimingStats.from_samples(samples, warmup=3, n_buf=2, host_overhead_s=1e-6),
         correctness=CorrectnessReport(nonfinite=0, max_abs_error=1e-3, rel_l2_error=1e-4,
                                       atol=1e-2, rtol_l2=1e-2),
@@ -86,8 +87,7 @@ def ok_result(problem: ProblemSpec, config: LauncherConfig, fraction: float) -> 
 
 def failed_result(config: LauncherConfig, status: TrialStatus, error: str) -> TrialResult:
     """A trial that never produced a timed, verified result."""
-    return TrialResult(status=status, config=config.to_dict(), config_hash=config.config_hash(),
-                       build_s=0.7, error=error)
+    return TrialResult(status=status, config=config, build_s=0.7, error=error)
 
 
 @dataclass
@@ -101,10 +101,11 @@ class FilledDb:
     ok_per_device: dict[str, int] = field(default_factory=dict)
 
 
-def fill_database(path: str, *, with_failures: bool = True) -> FilledDb:
-    """Create the SQLite file at ``path`` and store every problem's grid through the store."""
+def fill_database(path: str, *, with_failures: bool = True, url: str | None = None) -> FilledDb:
+    """Create the SQLite file at ``path`` (or fill the database at ``url``) and store every
+    problem's grid through the store."""
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    filled = FilledDb(url=f"sqlite:///{path}")
+    filled = FilledDb(url=url or f"sqlite:///{path}")
     store = open_store(filled.url)
     storage = optuna.storages.RDBStorage(store.optuna_storage_url(),
                                          engine_kwargs=store.optuna_engine_kwargs())
@@ -159,25 +160,9 @@ def best_fraction() -> float:
 def submission_payload(problem: ProblemSpec, config: LauncherConfig, fraction: float,
                        device: DeviceRecord = DEVICE_A) -> dict:
     """The JSON body of ``POST /v1/results`` for one OK trial (what a remote tuner sends)."""
-    result = ok_result(problem, config, fraction)
-    assert result.timing is not None and result.correctness is not None
-    assert result.roofline is not None
-    return {
-        "device": device.model_dump(mode="json", exclude={"id"}),
-        "family": FAMILY, "source_hash": SOURCE_HASH, "problem": problem.to_dict(),
-        "status": result.status.value, "config": result.config,
-        "config_hash": result.config_hash, "is_default": False,
-        "build_s": result.build_s, "verify_s": result.verify_s, "bench_s": result.bench_s,
-        "timing": {"samples": list(result.timing.samples), "warmup": result.timing.warmup,
-                   "n_buf": result.timing.n_buf,
-                   "host_overhead_s": result.timing.host_overhead_s},
-        "correctness": {k: getattr(result.correctness, k) for k in
-                        ("nonfinite", "max_abs_error", "rel_l2_error", "atol", "rtol_l2")},
-        "roofline": {k: getattr(result.roofline, k) for k in
-                     ("flops", "bytes", "arithmetic_intensity", "achieved_flops",
-                      "achieved_bandwidth", "peak_flops", "peak_bandwidth", "attainable_flops",
-                      "roofline_fraction", "peak_source")},
-    }
+    return ResultSubmission.from_result(
+        ok_result(problem, config, fraction), device=device, family=FAMILY,
+        source_hash=SOURCE_HASH, problem=problem).model_dump(mode="json")
 
 
 _SHARED: dict[str, FilledDb] = {}
@@ -211,14 +196,14 @@ def xe2tune_command() -> str:
 
 @contextmanager
 def running_server(db_url: str, log_path: Path, *, token: str | None = None, workers: int = 1,
-                   startup_s: float = 120.0) -> Iterator[str]:
+                   startup_s: float = 120.0, extra_args: tuple[str, ...] = ()) -> Iterator[str]:
     """``xe2tune serve`` as a real process on a free loopback port; yields its base URL."""
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k != "XE2TUNE_API_TOKEN"}
     if token is not None:
         env["XE2TUNE_API_TOKEN"] = token
     command = [xe2tune_command(), "serve", "--host", "127.0.0.1", "--port", str(port),
-               "--db", db_url, "--workers", str(workers)]
+               "--db", db_url, "--workers", str(workers), *extra_args]
     with log_path.open("w") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)
     base = f"http://127.0.0.1:{port}"
@@ -242,3 +227,76 @@ def running_server(db_url: str, log_path: Path, *, token: str | None = None, wor
         except subprocess.TimeoutExpired:
             process.kill()
             process.wait()
+
+
+# -- many synthetic trials (dashboards at scale, load benchmarks) --------------------------------
+
+PLAN_BASELINES = ("seed 000 SageV1", "oneDNN default", "SYCL*TLA BMG")
+
+
+@dataclass(frozen=True)
+class FillPlan:
+    """What to store: every problem studied on every device, trials spread evenly.
+
+    The first trial of each study is its default config; the next ``baselines`` trials are
+    stored as seeded baselines. Roofline fractions are a hash of (device, problem, trial), so
+    every run stores the same numbers.
+    """
+
+    problems: tuple[ProblemSpec, ...]
+    devices: tuple[DeviceRecord, ...]
+    measurements: int
+    baselines: int = 0
+
+    def studies(self) -> list[tuple[int, int]]:
+        """(device index, problem index) of every study, in creation order: problem by
+        problem, so that a fill stopped early has spread over every device."""
+        return [(d, p) for p in range(len(self.problems)) for d in range(len(self.devices))]
+
+    def trials_per_study(self) -> list[int]:
+        """How many trials each study of :meth:`studies` gets."""
+        count = len(self.studies())
+        return [self.measurements // count + (i < self.measurements % count)
+                for i in range(count)]
+
+
+def _plan_fraction(key: str) -> float:
+    digest = int.from_bytes(hashlib.sha256(key.encode()).digest()[:4], "big")
+    return 0.05 + 0.85 * digest / 2**32
+
+
+def fill_studies(args: tuple[str, FillPlan, list[int]]) -> int:
+    """Store the given studies of a plan (one transaction per study); the trial count.
+
+    One argument tuple, so that a ``multiprocessing`` pool can map it over chunks of studies.
+    """
+    url, plan, indexes = args
+    store = open_store(url)
+    try:
+        source_id = store.upsert_kernel_source(FAMILY, SOURCE_HASH)
+        device_ids = [store.upsert_device(device) for device in plan.devices]
+        studies = plan.studies()
+        per_study = plan.trials_per_study()
+        for index in indexes:
+            device_index, problem_index = studies[index]
+            problem = plan.problems[problem_index]
+            study = store.get_or_create_study(
+                device_id=device_ids[device_index], kernel_source_id=source_id,
+                problem_id=store.upsert_problem(problem), sampler="random",
+                optuna_study_name=None)
+            entries = []
+            for i in range(per_study[index]):
+                config = dataclasses.replace(
+                    launcher_config(problem.head_dim, (32, 64, 128, 256)[i % 4],
+                                    (16, 32, 64, 128)[i // 4 % 4], 1 + i // 16 % 4,
+                                    1 + i // 64 % 8),
+                    knobs=(("variant", i // 512),))
+                result = ok_result(problem, config,
+                                   _plan_fraction(f"{device_index}:{problem.key()}:{i}"))
+                baseline = PLAN_BASELINES[i - 1] if 1 <= i <= plan.baselines else None
+                entries.append(TrialEntry(result, number=i, is_default=i == 0,
+                                          baseline=baseline))
+            store.record_trials(study.id, entries)  # one transaction per study
+    finally:
+        store.close()
+    return sum(per_study[i] for i in indexes)

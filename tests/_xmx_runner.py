@@ -20,8 +20,7 @@ import time
 
 import xe2tune  # noqa: F401  (sets the runtime environment before dpctl loads)
 from xe2tune.errors import Xe2TuneError
-from xe2tune.harness import device_caps, open_queue
-from xe2tune.harness._executor import PlanExecutor
+from xe2tune.harness import PlanExecutor, device_caps, open_queue
 from xe2tune.kernels import ProblemSpec, build_program, check_output, make_inputs, reference_sdpa
 from xe2tune.kernels._xmx_decode import XmxDecodeFamily
 from xe2tune.kernels._xmx_prefill import XmxPrefillFamily

@@ -9,9 +9,15 @@ from __future__ import annotations
 import functools
 import os
 import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import OperationalError
 
 from xe2tune.errors import DeviceError
 from xe2tune.harness import device_caps, open_queue
@@ -21,6 +27,12 @@ if TYPE_CHECKING:  # dpctl must load after xe2tune has set the runtime environme
     import dpctl
 
 CPU_FILTER = "opencl:cpu"
+
+# The PostgreSQL server the database tests also run against (trust auth); each test creates a
+# database of its own on it and drops it afterwards. CI starts it before .ci/run.
+POSTGRES_SERVER = os.environ.get("XE2TUNE_TEST_POSTGRES",
+                                 "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
+BACKENDS = ("sqlite", "postgresql")
 
 # The limits the opencl:cpu runtime reports (notes/cpu-runtime.md), stated directly so that
 # validation tests need no device.
@@ -67,3 +79,46 @@ def cpu_queue() -> dpctl.SyclQueue:
 def cpu_caps(cpu_queue: dpctl.SyclQueue) -> DeviceCaps:
     """The limits of the real opencl:cpu device."""
     return device_caps(cpu_queue.sycl_device)
+
+
+@functools.cache
+def _postgres_unreachable() -> str | None:
+    try:
+        engine = create_engine(POSTGRES_SERVER)
+        with engine.connect():
+            pass
+        engine.dispose()
+    except (OperationalError, ImportError) as exc:
+        return f"no PostgreSQL server at {POSTGRES_SERVER} ({str(exc).splitlines()[0]})"
+    return None
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """A new, empty PostgreSQL database for this test, dropped afterwards (connections and all).
+
+    Without a server this fails under CI (``CI`` set) and is skipped elsewhere with the reason.
+    """
+    reason = _postgres_unreachable()
+    if reason is not None:
+        if os.environ.get("CI"):
+            pytest.fail(reason)
+        pytest.skip(reason)
+    name = f"xe2t_test_{uuid.uuid4().hex[:16]}"
+    admin = create_engine(POSTGRES_SERVER, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as connection:
+            connection.execute(text(f'CREATE DATABASE "{name}"'))
+        yield make_url(POSTGRES_SERVER).set(database=name).render_as_string(hide_password=False)
+        with admin.connect() as connection:
+            connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    finally:
+        admin.dispose()
+
+
+@pytest.fixture(params=BACKENDS)
+def backend_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh database URL on each backend: a SQLite file, then a PostgreSQL database."""
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path / 'xe2tune.db'}"
+    return request.getfixturevalue("postgres_url")

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 from _api_fixtures import (
     BASELINE_FAMILY,
@@ -449,7 +451,11 @@ def test_report_writes_one_self_contained_file(filled: FilledDb, tmp_path: Path)
     assert result.exit_code == 0, result.output
     html = out.read_text(encoding="utf-8")
     assert 'id="xe2t-data"' in html and "<script src=" not in html
-    assert "Plotly" in html and html.count("Roofline: Synthetic Xe2") == 2
+    embedded = html.split('id="xe2t-embedded">', 1)[1].split("</script>", 1)[0]
+    views = json.loads(embedded.replace("<\\/", "</"))
+    assert "Plotly" in html and sorted(r["device"] for r in views["rooflines"].values()) == [
+        DEVICE_A.name, DEVICE_B.name]
+    assert len(views["rows"]) == len(open_store(filled.url).best_per_problem())
 
 
 def test_report_refuses_a_missing_directory(filled: FilledDb, tmp_path: Path):
@@ -462,3 +468,109 @@ def test_serve_refuses_a_malformed_database_url_before_binding():
     result = CliRunner().invoke(app, ["serve", "--db", "not a url", "--port", "0"])
     assert isinstance(result.exception, StoreError)
     assert "malformed database URL" in str(result.exception)
+
+
+# -- docs offline, dashboard views on demand --------------------------------------------------
+
+
+def test_docs_and_redoc_load_their_assets_from_this_server(client: TestClient):
+    for page, assets in (("/docs", ("swagger-ui-bundle.js", "swagger-ui.css")),
+                         ("/redoc", ("redoc.standalone.js",))):
+        html = client.get(page).text
+        assert "cdn." not in html and "fonts.googleapis" not in html
+        for asset in assets:
+            assert f"/static/docs/{asset}" in html
+            served = client.get(f"/static/docs/{asset}")
+            assert served.status_code == 200 and len(served.content) > 10_000
+
+
+def test_dashboard_summary_counts_without_the_trials(client: TestClient, filled: FilledDb):
+    summary = client.get("/dashboard/summary").json()
+    assert summary["counts"]["measurements"] == filled.n_trials
+    assert summary["counts"]["ok"] == filled.n_ok
+    assert [d["name"] for d in summary["devices"]] == [DEVICE_A.name, DEVICE_B.name]
+    assert [s[0] for s in summary["studies"]] == filled.study_ids
+    assert summary["filters"]["dtype"] == ["bf16", "fp16"]
+    assert summary["baselines"] == sorted(BASELINES.values())
+    assert "rows" not in summary and "figure" not in json.dumps(summary)
+
+
+def _page(client: TestClient, **params: object) -> dict:
+    response = client.get("/dashboard/best", params=params)
+    assert response.status_code == 200, response.text
+    return response.json()
+
+
+def test_dashboard_best_pages_filter_and_sort_on_the_server(client: TestClient):
+    everything = _page(client, limit=500)
+    assert everything["total"] == len(PROBLEMS_A) + 1 == len(everything["rows"])
+    times = [r["time_ms"] for r in _page(client, sort="time_ms", limit=500)["rows"]]
+    assert times == sorted(times)
+    slowest = _page(client, sort="time_ms", order="desc", limit=2, offset=1)
+    assert [r["time_ms"] for r in slowest["rows"]] == sorted(times, reverse=True)[1:3]
+    assert slowest["total"] == len(times)
+    fp16 = _page(client, dtype="fp16", device=DEVICE_A.name)
+    assert fp16["total"] == sum(p.dtype == "fp16" for p in PROBLEMS_A)
+    assert {(r["dtype"], r["device"]) for r in fp16["rows"]} == {("fp16", DEVICE_A.name)}
+    assert _page(client, head_dim=64, mode="prefill")["total"] == 2  # on both devices
+    assert _page(client, offset=100)["rows"] == []
+    row = everything["rows"][0]
+    assert row["config"].startswith("QK ") and row["fastest_baseline"] in BASELINES.values()
+    assert [b["label"] for b in row["baselines"]] == sorted(BASELINES.values())
+
+
+@pytest.mark.parametrize(("params", "named"), [
+    ({"limit": 0}, "query parameter limit"), ({"limit": 501}, "query parameter limit"),
+    ({"offset": -1}, "query parameter offset"), ({"sort": "nope"}, "query parameter sort"),
+    ({"order": "up"}, "query parameter order"), ({"head_dim": 100}, "query parameter head_dim"),
+    ({"dtype": "int8"}, "query parameter dtype"),
+])
+def test_dashboard_best_422_names_the_bad_parameter(client: TestClient, params: dict,
+                                                    named: str):
+    response = client.get("/dashboard/best", params=params)
+    assert response.status_code == 422 and response.json()["detail"].startswith(named)
+
+
+def _array(value: dict | list) -> list:
+    """A plotly JSON array: a list, or a typed array in base64 (plotly >= 6)."""
+    if isinstance(value, list):
+        return value
+    return np.frombuffer(base64.b64decode(value["bdata"]), dtype=value["dtype"]).tolist()
+
+
+def test_dashboard_roofline_keeps_every_best_and_baseline_when_downsampling(
+        client: TestClient, filled: FilledDb):
+    store = open_store(filled.url)
+    try:
+        device = next(d for d in store.devices() if d.name == DEVICE_A.name)
+        best_ids = {b.trial_id for b in store.best_per_problem() if b.device_id == device.id}
+        frame = store.results_frame()
+    finally:
+        store.close()
+    ok = frame[(frame["device"] == DEVICE_A.name) & (frame["status"] == "ok")]
+    baseline_ids = set(ok[ok["baseline"].notna()]["trial_id"].tolist())
+    full = client.get(f"/dashboard/roofline/{device.id}").json()
+    assert full["n_points"] == full["n_measurements"] == len(ok)
+    small = client.get(f"/dashboard/roofline/{device.id}", params={"max_points": 20}).json()
+    assert small["n_measurements"] == len(ok) > small["n_points"]
+    assert small["caption"].startswith(f"{small['n_points']} points stand for {len(ok)} ")
+    for view in (full, small):
+        drawn = [i for trace in view["figure"]["data"] if trace["meta"] != "roof"
+                 for i in _array(trace["customdata"])]
+        assert len(drawn) == len(set(drawn)) == view["n_points"]
+        assert best_ids | baseline_ids <= set(drawn)
+        assert {"roof", "best", "baseline"} <= {t["meta"] for t in view["figure"]["data"]}
+        assert view["figure"]["layout"]["yaxis"]["ticktext"][0].endswith("FLOP/s")
+    assert client.get("/dashboard/roofline/999").status_code == 404
+    response = client.get(f"/dashboard/roofline/{device.id}", params={"max_points": 5})
+    assert response.status_code == 422
+    assert response.json()["detail"].startswith("query parameter max_points")
+
+
+def test_dashboard_study_on_demand(client: TestClient, filled: FilledDb):
+    study = client.get(f"/dashboard/study/{filled.study_ids[0]}").json()
+    assert study["id"] == filled.study_ids[0] and study["title"].startswith("study ")
+    assert {t["name"] for t in study["figure"]["data"]} >= {"trial median", "best so far"}
+    assert client.get("/dashboard/study/999999").status_code == 404
+    ranked = client.get(f"/dashboard/importance/{filled.study_ids[0]}").json()
+    assert ranked["figure"] is not None and ranked["note"] is None

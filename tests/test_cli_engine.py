@@ -63,6 +63,8 @@ def test_bench_json_checks_correctness_and_reports_a_roofline_fraction():
         (["--head-dim", "64", "--seq", "64", "--dtype", "fp8"], "dtype 'fp8'"),
         (["--head-dim", "64", "--seq", "64", "--config", "{not json"], "--config"),
         (["--head-dim", "64", "--seq", "64", "--config", '{"stages": 1}'], "missing"),
+        (["--head-dim", "64", "--seq", "64", "--config", "/nonexistent.json"],
+         "--config /nonexistent.json: no such file"),
         (["--head-dim", "64", "--seq", "64", "--iters", "0"], "iterations"),
         (["--head-dim", "64"], "--seq"),
     ],

@@ -13,7 +13,7 @@ import pytest
 from xe2tune.cli import main
 from xe2tune.db import ResultStore, load_json, open_store
 from xe2tune.db.testing import launcher_config, ok_result, prefill, tune
-from xe2tune.harness import TrialStatus
+from xe2tune.measurement import TrialStatus
 
 
 @pytest.fixture
@@ -55,7 +55,7 @@ def test_best_nearest_is_flagged(store: ResultStore, db_url: str, capsys, monkey
     code, out, _ = xe2tune(capsys, monkeypatch, "best", "--head-dim", "128", "--dtype", "fp16",
                            "--seq", "1500", "--db", db_url)
     assert code == 0
-    assert "NEAREST" in out and "kv_len=2048" in out and "ShapeQK<128x64x32>" in out
+    assert "NEAREST" in out and "kv_len=2048" in out and "ShapeQK<128,64,32>" in out
     code, out, _ = xe2tune(capsys, monkeypatch, "best", "--head-dim", "128", "--dtype", "fp16",
                            "--seq", "600", "--db", db_url, "--json")
     assert json.loads(out)["match"] == "nearest" and json.loads(out)["problem"]["kv_len"] == 512
@@ -67,8 +67,7 @@ def test_results_formats(store: ResultStore, db_url: str, capsys, monkeypatch,
     config = launcher_config(32)
     study = store.studies()[0].id
     store.record_trial(study, ok_result(config, 5e-3).__class__(
-        status=TrialStatus.COMPILE_ERROR, config=config.to_dict(),
-        config_hash=config.config_hash(), error="boom"))
+        status=TrialStatus.COMPILE_ERROR, config=config, error="boom"))
     code, out, _ = xe2tune(capsys, monkeypatch, "results", "--format", fmt, "--db", db_url)
     assert code == 0
     if fmt == "json":

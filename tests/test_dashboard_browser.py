@@ -1,8 +1,11 @@
-"""The dashboard in a real headless Chromium, served by a real ``xe2tune serve`` process.
+"""The dashboard, the report and the API docs in a real headless Chromium, served by a real
+``xe2tune serve`` process, asserted on what a person sees at 1366 px.
 
 Needs Debian's ``chromium`` and ``chromium-driver`` (``apt-get install -y chromium
 chromium-driver``; ``.ci/run`` installs them) and the ``selenium`` package. The browser is never
-downloaded: selenium is pointed at /usr/bin/chromium and /usr/bin/chromedriver.
+downloaded: selenium is pointed at /usr/bin/chromium and /usr/bin/chromedriver. Screenshots of
+the dashboard, /docs, /redoc and the report are kept in ``test-artifacts/`` at the repository
+root (gitignored).
 """
 
 from __future__ import annotations
@@ -15,7 +18,6 @@ from pathlib import Path
 import pytest
 from _api_fixtures import (
     DEVICE_A,
-    PROBLEMS_A,
     FilledDb,
     fill_database,
     launcher_config,
@@ -29,33 +31,71 @@ from xe2tune.db import open_store
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
 ARTIFACTS = Path(__file__).resolve().parents[1] / "test-artifacts"
+WIDTH = 1366
 CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
                   "--no-first-run", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--window-size=1400,2200")
+                  "--disable-component-update", "--disable-sync", f"--window-size={WIDTH},1600")
+# No name resolves except loopback: a page that needs a CDN or web fonts cannot get them.
+OFFLINE_FLAGS = ("--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
+                 "--proxy-server=http://0.0.0.0:9", "--proxy-bypass-list=127.0.0.1")
+BUDGET = 12  # roofline points per device on the page: below device A's 30, so it downsamples
+# ReDoc's sidebar shows the Redocly logo from its CDN and hides it when it fails to load; it
+# is the one request the offline docs make.
+REDOC_ATTRIBUTION = "cdn.redoc.ly/redoc/logo-mini.svg"
 
 pytestmark = [
-    pytest.mark.slow,  # a server process, a browser and a report: about a minute
+    pytest.mark.slow,  # a server process, two browsers and a report: about a minute
     pytest.mark.skipif(
-        not (CHROMIUM.exists() and CHROMEDRIVER.exists()),
-        reason="Debian chromium and chromium-driver are not installed "
-               "(apt-get install -y chromium chromium-driver)",
+        not CHROMIUM.exists() or not CHROMEDRIVER.exists(),
+        reason="Debian " + " and ".join(
+            name for name, path in (("chromium", CHROMIUM), ("chromium-driver", CHROMEDRIVER))
+            if not path.exists()) + " not installed (apt-get install -y chromium "
+                                    "chromium-driver)",
     ),
 ]
 
-# Markers actually drawn as SVG paths, per roofline chart, for the traces of measured configs.
-COUNT_POINTS = """
-const counts = {};
-for (const chart of document.querySelectorAll('#rooflines .roofline')) {
+# What each roofline chart shows: markers actually drawn as SVG paths for its point traces,
+# the tick labels of both axes, its title and annotations, and whether the title overlaps
+# the chart's toolbar.
+CHARTS = """
+return [...document.querySelectorAll('#rooflines .roofline')].map(function (chart) {
   let drawn = 0;
   for (const trace of chart._fullData) {
-    if (trace.meta === 'measured') {
+    if (trace.meta !== 'roof') {
       drawn += chart.querySelectorAll('g.trace' + trace.uid + ' path.point').length;
     }
   }
-  counts[chart.dataset.device] = drawn;
-}
-return counts;
+  const texts = sel => [...chart.querySelectorAll(sel)].map(t => t.textContent);
+  const title = chart.querySelector('.gtitle').getBoundingClientRect();
+  const bar = chart.querySelector('.modebar').getBoundingClientRect();
+  const overlap = !(title.right <= bar.left || bar.right <= title.left ||
+                    title.bottom <= bar.top || bar.bottom <= title.top);
+  return {device: chart.dataset.device, drawn: drawn, points: +chart.dataset.points,
+          measurements: +chart.dataset.measurements, yticks: texts('.ytick text'),
+          xticks: texts('.xtick text'), caption: chart.nextElementSibling.textContent,
+          notes: texts('.annotation-text'), overlap: overlap};
+});
 """
+# Right edge of each header cell, and how wide the page scrolls.
+HEADERS = """
+return {width: window.innerWidth, scroll: document.documentElement.scrollWidth,
+        headers: [...document.querySelectorAll('#best th')].map(
+          th => [th.textContent, th.getBoundingClientRect().right])};
+"""
+
+
+def _driver(profile: Path, *extra: str):
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for flag in (*CHROMIUM_FLAGS, *extra):
+        options.add_argument(flag)
+    options.add_argument(f"--user-data-dir={profile}")
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    return webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)),
+                            options=options)
 
 
 @pytest.fixture(scope="module")
@@ -73,17 +113,16 @@ def server(filled: FilledDb, tmp_path_factory: pytest.TempPathFactory) -> Iterat
 
 @pytest.fixture(scope="module")
 def browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
+    driver = _driver(tmp_path_factory.mktemp("chromium-profile"))
+    try:
+        yield driver
+    finally:
+        driver.quit()
 
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for flag in CHROMIUM_FLAGS:
-        options.add_argument(flag)
-    options.add_argument(f"--user-data-dir={tmp_path_factory.mktemp('chromium-profile')}")
-    options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver = webdriver.Chrome(service=Service(executable_path=str(CHROMEDRIVER)),
-                              options=options)
+
+@pytest.fixture(scope="module")
+def offline_browser(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    driver = _driver(tmp_path_factory.mktemp("chromium-offline"), *OFFLINE_FLAGS)
     try:
         yield driver
     finally:
@@ -104,40 +143,79 @@ def _severe(driver) -> list[dict]:
     return [entry for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
 
 
-def test_dashboard_draws_every_measurement_without_console_errors(server: str, browser,
-                                                                  filled: FilledDb):
-    browser.get(f"{server}/")
-    _wait(browser, lambda d: d.execute_script("return window.xe2tReady === true"),
-          what="the dashboard's first draw")
-    counts = browser.execute_script(COUNT_POINTS)
+def _open(driver, url: str) -> None:
+    driver.get(url)
+    _wait(driver, lambda d: d.execute_script("return window.xe2tReady === true"),
+          what="the dashboard's first complete render")
+
+
+def _save(driver, name: str) -> None:
     ARTIFACTS.mkdir(exist_ok=True)
-    browser.save_screenshot(str(ARTIFACTS / "dashboard.png"))
-    assert counts == filled.ok_per_device
-    assert sum(counts.values()) == filled.n_ok
+    driver.save_screenshot(str(ARTIFACTS / name))
+
+
+def test_rooflines_read_in_engineering_units_and_keep_every_best(server: str, browser,
+                                                                  filled: FilledDb):
+    _open(browser, f"{server}/?max_points={BUDGET}")
+    charts = {c["device"]: c for c in browser.execute_script(CHARTS)}
+    _save(browser, "dashboard.png")
+    assert set(charts) == set(filled.ok_per_device)
+    for name, chart in charts.items():
+        assert chart["measurements"] == filled.ok_per_device[name]
+        assert chart["drawn"] == chart["points"]  # every drawn point is a visible marker
+        assert chart["yticks"]
+        assert all(t.endswith(("GFLOP/s", "TFLOP/s")) for t in chart["yticks"])
+        assert all(t.replace(".", "").isdigit() for t in chart["xticks"])
+        assert any(n.startswith("bandwidth ") and n.endswith("GB/s") for n in chart["notes"])
+        assert any(n.endswith("TFLOP/s") for n in chart["notes"])
+        assert any(n.startswith("ridge ") for n in chart["notes"])
+        assert not chart["overlap"], f"{name}: the title runs under the chart's toolbar"
+    downsampled = charts[DEVICE_A.name]
+    assert downsampled["points"] < downsampled["measurements"]
+    # the hovers the page joined again from the shared problem and config lines
+    hovers = browser.execute_script(
+        "const chart = document.querySelector('#rooflines .roofline');"
+        "return chart.data.filter(t => t.meta === 'best').flatMap(t => Array.from(t.text))")
+    assert hovers and all(h.count("<br>") == 3 for h in hovers)
+    assert all(h.startswith(("prefill d", "decode d")) and " QK " in h.split("<br>")[1]
+               and "trial " in h.split("<br>")[3] for h in hovers)
+    assert downsampled["caption"].startswith(
+        f"{downsampled['points']} points stand for {downsampled['measurements']} measurements")
     assert _severe(browser) == []
 
 
-def test_best_table_sorts_and_filters(server: str, browser, filled: FilledDb):
-    browser.get(f"{server}/")
-    _wait(browser, lambda d: d.execute_script("return window.xe2tReady === true"),
-          what="the dashboard's first draw")
-    rows = ("return [...document.querySelectorAll('#best tbody tr')]"
-            ".map(r => r.children[12].textContent)")
-    assert len(browser.execute_script(rows)) == len(PROBLEMS_A) + 1
+def test_best_table_fits_1366px_and_pages_on_the_server(server: str, browser,
+                                                        filled: FilledDb):
+    _open(browser, f"{server}/")
+    seen = browser.execute_script(HEADERS)
+    titles = [title for title, _ in seen["headers"]]
+    assert titles[:5] == ["time (ms)", "TFLOP/s", "roofline %", "\u00d7 default",
+                          "\u00d7 baseline"]
+    assert "config (seed vocabulary)" in titles
+    assert all(right <= seen["width"] for _, right in seen["headers"]), seen
+    assert seen["scroll"] <= seen["width"]
+    rows = ("return [...document.querySelectorAll('#best tbody tr.row')]"
+            ".map(r => r.children[0].textContent)")
+    assert len(browser.execute_script(rows)) == len(filled.study_ids)
     browser.execute_script("document.querySelector('#best th[data-key=time_ms]').click()")
-    times = [float(t) for t in browser.execute_script(rows)]
+    _wait(browser, lambda d: d.execute_script(
+        "return document.querySelector('#best th.sorted-asc') !== null"), what="the sort")
+    times = _wait(browser, lambda d: [float(t) for t in d.execute_script(rows)], what="rows")
     assert times == sorted(times)
     browser.execute_script(
         "const s = document.querySelector('#filters select[name=dtype]');"
         "s.value = 'bf16'; s.dispatchEvent(new Event('change'));")
-    assert len(browser.execute_script(rows)) == 2
+    _wait(browser, lambda d: len(d.execute_script(rows)) == 2, what="the bf16 rows")
+    browser.execute_script("document.querySelector('#best tbody tr.row').click()")
+    detail = _wait(browser, lambda d: d.execute_script(
+        "const r = document.querySelector('#best tr.detail'); return r && r.textContent"),
+        what="the expanded row")
+    assert "seed 000 SageV1" in detail and "oneDNN default" in detail and "QK " in detail
     assert _severe(browser) == []
 
 
 def test_study_views_draw_convergence_and_importance(server: str, browser, filled: FilledDb):
-    browser.get(f"{server}/")
-    _wait(browser, lambda d: d.execute_script("return window.xe2tReady === true"),
-          what="the dashboard's first draw")
+    _open(browser, f"{server}/")
     options = browser.execute_script("return document.querySelectorAll('#study option').length")
     assert options == len(filled.study_ids)
     _wait(browser, lambda d: d.execute_script(
@@ -145,15 +223,17 @@ def test_study_views_draw_convergence_and_importance(server: str, browser, fille
         what="the parameter importance bars")
     assert browser.execute_script(
         "return document.querySelectorAll('#convergence g.trace.scatter').length") >= 2
-    browser.save_screenshot(str(ARTIFACTS / "dashboard-studies.png"))
+    browser.execute_script("document.getElementById('studies').scrollIntoView()")
+    _save(browser, "dashboard-studies.png")
     assert _severe(browser) == []
 
 
 def test_dashboard_refreshes_itself_while_results_arrive(server: str, browser,
                                                          filled: FilledDb):
-    browser.get(f"{server}/")
-    _wait(browser, lambda d: d.execute_script("return window.xe2tReady === true"),
-          what="the dashboard's first draw")
+    _open(browser, f"{server}/")
+    count = ("return document.querySelector("
+             f"'.roofline[data-device=\"{DEVICE_A.name}\"]').dataset.measurements")
+    before = int(browser.execute_script(count))
     store = open_store(filled.url)
     try:
         device_id = next(d.id for d in store.devices() if d.name == DEVICE_A.name)
@@ -162,33 +242,49 @@ def test_dashboard_refreshes_itself_while_results_arrive(server: str, browser,
         store.record_trial(study.id, ok_result(study.problem, config, 0.2), number=99)
     finally:
         store.close()
-    expected = {**filled.ok_per_device, DEVICE_A.name: filled.ok_per_device[DEVICE_A.name] + 1}
-    _wait(browser, lambda d: d.execute_script(COUNT_POINTS) == expected, timeout=60,
+    _wait(browser, lambda d: int(d.execute_script(count)) == before + 1, timeout=60,
           what="the new measurement to appear without a reload")
+    assert f"{filled.n_trials + 1} measurements" in browser.execute_script(
+        "return document.getElementById('status').textContent")
     assert _severe(browser) == []
 
 
-def _ok_per_device(db_url: str) -> dict[str, int]:
-    store = open_store(db_url)
-    try:
-        frame = store.results_frame()
-    finally:
-        store.close()
-    return {str(k): int(v) for k, v in frame[frame["status"] == "ok"].groupby("device").size()
-            .items()}
+def test_docs_and_redoc_render_without_network(server: str, offline_browser):
+    offline_browser.get(f"{server}/docs")
+    operations = _wait(offline_browser, lambda d: d.execute_script(
+        "return [...document.querySelectorAll('.opblock-summary-path')]"
+        ".map(e => e.textContent)"), what="Swagger UI's operations")
+    assert any("/v1/best" in path for path in operations)
+    _save(offline_browser, "docs.png")
+    assert _severe(offline_browser) == []
+    offline_browser.get(f"{server}/redoc")
+    _wait(offline_browser, lambda d: d.execute_script(
+        "return document.body.innerText.includes('/v1/best')"), what="ReDoc's operations")
+    _save(offline_browser, "redoc.png")
+    assert [e for e in _severe(offline_browser) if REDOC_ATTRIBUTION not in e["message"]] == []
 
 
-def test_report_is_one_offline_file_with_the_same_views(browser, filled: FilledDb,
+def test_report_is_one_offline_file_with_the_same_views(offline_browser, filled: FilledDb,
                                                         tmp_path_factory: pytest.TempPathFactory):
     out = tmp_path_factory.mktemp("report") / "report.html"
     subprocess.run([xe2tune_command(), "report", "--out", str(out), "--db", filled.url],
                    check=True, timeout=600, capture_output=True)
     assert "<script src=" not in out.read_text(encoding="utf-8")
-    browser.get(out.as_uri())
-    _wait(browser, lambda d: d.execute_script("return window.xe2tReady === true"),
-          what="the report's first draw")
-    assert browser.execute_script(COUNT_POINTS) == _ok_per_device(filled.url)
-    assert browser.execute_script(
-        "return document.querySelectorAll('#importance g.trace.bars').length") > 0
-    browser.save_screenshot(str(ARTIFACTS / "report.png"))
-    assert _severe(browser) == []
+    _open(offline_browser, out.as_uri())
+    charts = offline_browser.execute_script(CHARTS)
+    store = open_store(filled.url)
+    try:
+        expected = {d.name for d in store.devices()}
+        tuned = len(store.best_per_problem())
+    finally:
+        store.close()
+    assert {c["device"] for c in charts} == expected
+    assert all(c["drawn"] == c["points"] == c["measurements"] for c in charts)
+    assert all(t.endswith("FLOP/s") for c in charts for t in c["yticks"])
+    assert len(offline_browser.execute_script(
+        "return document.querySelectorAll('#best tbody tr.row')")) == tuned
+    _wait(offline_browser, lambda d: d.execute_script(
+        "return document.querySelectorAll('#importance g.trace.bars').length > 0"),
+        what="the importance bars of the report")
+    _save(offline_browser, "report.png")
+    assert _severe(offline_browser) == []

@@ -226,5 +226,5 @@ def test_best_and_results_commands_show_family_and_baselines(
     assert [(b["label"], b["speedup"]) for b in answer["baselines"]] == [
         ("oneDNN default", None), ("seed 000 SageV1", pytest.approx(3.0))]
     table = run("results")
-    assert "sdpa_xmx_prefill 256x64x32" in table and "(seed 000 SageV1)" in table
-    assert "sdpa_prefill 64x64x32" in table
+    assert "sdpa_xmx_prefill ShapeQK<256,64,32>" in table
+    assert "(baseline seed 000 SageV1)" in table and "sdpa_prefill ShapeQK<64,64,32>" in table

@@ -21,6 +21,7 @@ from xe2tune.errors import InvalidConfig, TrialAbandoned
 from xe2tune.harness import (
     BenchSettings,
     DevicePeaks,
+    MeasureRequest,
     TimingStats,
     TrialLimits,
     TrialResult,
@@ -28,7 +29,6 @@ from xe2tune.harness import (
     WorkerSpec,
     problem_unfit_reason,
 )
-from xe2tune.harness._runner import MeasureRequest
 from xe2tune.kernels import DeviceCaps, LauncherConfig, ProblemSpec, build_program, family_for_mode
 from xe2tune.tuner import PhaseMark, SupervisedTrialRunner
 
@@ -58,8 +58,10 @@ def configs(cpu_queue, cpu_caps) -> list[LauncherConfig]:
     default = FAMILY.default_config(PROBLEM, cpu_caps)
     params = FAMILY.params_from_config(default)
     found = [default]
-    for rows in (6, 4, 2):
-        for bk in (64, 32):
+    # The default's tile depends on the machine (vector width, cores), so which neighbours are
+    # valid does too: offer more than six.
+    for rows in (8, 6, 4, 2, 1):
+        for bk in (64, 32, 16):
             config = FAMILY.config_from_params(PROBLEM, {**params, "rows_per_item": rows,
                                                          "bk": bk})
             if config not in found and FAMILY.invalid_reason(config, PROBLEM, cpu_caps) is None:
@@ -227,9 +229,9 @@ def test_trial_results_cross_the_process_boundary_unchanged():
         "shape_out": [64, 64], "subgroup_layout": [8, 1], "stages": 1, "subgroup_size": 8})
     timing = TimingStats.from_samples([2e-4, 1e-4, 3e-4], warmup=2, n_buf=4,
                                       host_overhead_s=1e-6)
-    result = TrialResult(TrialStatus.RUN_TIMEOUT, config.to_dict(), config.config_hash(),
-                         build_s=1.5, timing=timing, error="x", extra={"failed_step": "time"})
-    assert TrialResult.from_dict(json.loads(json.dumps(result.to_dict()))) == result
+    result = TrialResult(TrialStatus.RUN_TIMEOUT, config, build_s=1.5, timing=timing,
+                         error="x", extra={"failed_step": "time"})
+    assert TrialResult.from_dict(json.loads(json.dumps(result.to_dict())), config) == result
     back = MeasureRequest.from_dict(json.loads(json.dumps(request(config).to_dict())))
     assert back == request(config)
 

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 import xe2tune
-from xe2tune.harness._executor import PlanExecutor
+from xe2tune.harness import PlanExecutor
 from xe2tune.kernels import (
     DeviceCaps,
     LauncherConfig,

@@ -125,6 +125,29 @@ def test_cli_replay_reports_scores_and_trials_to_fractions(tmp_path):
     assert report["budget_points"][-1] == 30
     assert set(report["runs"][0]["trials_to"]) == {"0.90", "0.95", "0.99"}
     assert report["optimum"] <= min(r["best_time"] for r in report["runs"])
+    agg = report["aggregate"]
+    assert -1.5 < agg["methodology_score"] < 1.0 and agg["methodology_error"] >= 0
+    assert agg["trial_count_error"] >= 0
+    assert agg["trial_count_score"] == pytest.approx(
+        np.mean([r["trial_count_score"] for r in report["runs"]]))
+    start, end = report["methodology_seconds"]
+    # each run goes on until the methodology's run time (1.1x the range's end) is spent
+    assert all(r["simulated_seconds"] >= 1.1 * end * 0.999 for r in report["runs"])
+
+
+def test_cli_replay_prints_both_scores_and_says_why_a_time_score_is_missing(tmp_path):
+    timed = write_cache(tmp_path / "timed.json", SYNTHETIC_PARAMS, synthetic_time)
+    done = xe2tune_replay("--space", str(timed), "--sampler", "tpe", "--seeds", "2")
+    assert done.returncode == 0, done.stderr
+    assert "methodology score (simulated tuning time" in done.stdout
+    assert "trial-count score:" in done.stdout
+    bare = write_cache(tmp_path / "bare.json", SYNTHETIC_PARAMS, synthetic_time, costs=False)
+    done = xe2tune_replay("--space", str(bare), "--sampler", "tpe", "--seeds", "2", "--json")
+    assert done.returncode == 0, done.stderr
+    agg = json.loads(done.stdout)["aggregate"]
+    assert agg["methodology_score"] is None and "no compile, run or framework" in (
+        agg["methodology_note"])
+    assert agg["trial_count_score"] is not None
 
 
 @pytest.mark.parametrize(

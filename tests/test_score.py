@@ -1,4 +1,5 @@
-"""The methodology score (Willemsen et al.): exact random baseline; 0 for random, 1 for oracle."""
+"""The trial-count score (Willemsen et al. counted in trials): exact random baseline; 0 for
+random search, 1 for an oracle. The time-based score is tests/test_methodology_score.py."""
 
 from __future__ import annotations
 
@@ -12,9 +13,9 @@ from _spaces import SYNTHETIC_PARAMS, synthetic_time, write_cache
 from xe2tune.tuner import (
     evaluate,
     load_recording,
-    methodology_score,
     random_baseline,
     score_points,
+    trial_count_score,
     trials_to_fraction,
 )
 
@@ -37,7 +38,7 @@ def test_random_baseline_is_the_exact_expected_best_without_replacement():
     assert (base.optimum, base.median, base.worst) == (1.0, 3.0, 8.0)
 
 
-def test_methodology_budget_is_where_random_closes_95_percent_of_the_gap():
+def test_trial_budget_is_where_random_closes_95_percent_of_the_gap():
     times = np.linspace(1.0, 3.0, 500)
     base = random_baseline(times)
     target = base.optimum + 0.05 * (base.median - base.optimum)
@@ -53,12 +54,12 @@ def test_random_search_scores_about_zero_and_an_oracle_one():
     base = random_baseline(times)
     worst = base.worst
     random_scores = [
-        methodology_score(best_curve(times, rng.permutation(600), worst), base) for _ in range(2000)
+        trial_count_score(best_curve(times, rng.permutation(600), worst), base) for _ in range(2000)
     ]
     assert abs(np.mean(random_scores)) < 0.05
     oracle = np.argsort(np.where(np.isnan(times), np.inf, times))
-    assert methodology_score(best_curve(times, oracle, worst), base) == pytest.approx(1.0)
-    assert methodology_score(base.expected_best, base) == pytest.approx(0.0, abs=1e-12)
+    assert trial_count_score(best_curve(times, oracle, worst), base) == pytest.approx(1.0)
+    assert trial_count_score(base.expected_best, base) == pytest.approx(0.0, abs=1e-12)
 
 
 def test_random_sampler_replayed_through_optuna_scores_about_zero(tmp_path):

@@ -202,7 +202,7 @@ def with_group_killed(proc: subprocess.Popen) -> None:
 @pytest.mark.requires_xpu
 @pytest.mark.slow
 def test_two_searches_of_one_problem_share_the_work_while_the_api_reads(
-        db: Path, tmp_path: Path, cpu_caps: DeviceCaps) -> None:
+        db: Path, tmp_path: Path, cpu_caps: DeviceCaps, cpu_queue) -> None:
     url = f"sqlite:///{db}"
     # The same config queued twice, as a race of two searches enqueueing their warm starts
     # leaves it: both searches pop one copy at about the same time, and one must wait for the
@@ -212,7 +212,8 @@ def test_two_searches_of_one_problem_share_the_work_while_the_api_reads(
     default = family.default_config(problem, cpu_caps)
     twice = next(c for c in family.valid_configs(problem, cpu_caps) if c != default)
     source = family_source_hash(family)
-    name = study_name(StudyIds(0, cpu_caps.name, 0, source), family, problem)
+    name = study_name(StudyIds(0, cpu_caps.name, 0, source, listing_for(cpu_queue).driver_version,
+                               cpu_caps.compute_units), family, problem)
     study = optuna.create_study(study_name=name, storage=url, direction="minimize")
     for _ in range(2):
         study.enqueue_trial(family.params_from_config(twice))

@@ -29,7 +29,8 @@ trials to avoid it. One sampler instance per study.
 
 Offline, ``load_recording`` reads a brute-forced Kernel Tuner cache or T4 file, ``replay``
 answers a sampler's trials from it, and ``evaluate`` scores seeded replays with the
-methodology of Willemsen et al. (``methodology_score``: 0 = random search, 1 = optimum).
+methodology of Willemsen et al. (0 = random search, 1 = optimum): its time-based score
+(``time_score``) and a trial-count variant (``trial_count_score``).
 """
 
 from __future__ import annotations
@@ -38,13 +39,25 @@ from xe2tune.tuner._budget import TuneBudget
 from xe2tune.tuner._confirm import ConfirmSettings
 from xe2tune.tuner._evaluate import (
     FRACTIONS,
+    Baselines,
     SeedResult,
     StrategyReport,
+    baselines,
     evaluate,
     report_points,
     score_run,
 )
 from xe2tune.tuner._finite_sampler import FiniteSpaceSampler, History, SpaceExhaustedError
+from xe2tune.tuner._methodology import (
+    NoRecordedTimeError,
+    RunTrace,
+    TimeBudget,
+    time_budget,
+    time_score,
+    time_score_error,
+    trace,
+    trial_seconds,
+)
 from xe2tune.tuner._problems import ProblemOverrides, default_problems
 from xe2tune.tuner._replay import NotARecordingError, Recording, ReplayRun, load_recording, replay
 from xe2tune.tuner._samplers import (
@@ -55,9 +68,9 @@ from xe2tune.tuner._samplers import (
 )
 from xe2tune.tuner._score import (
     RandomBaseline,
-    methodology_score,
     random_baseline,
     score_points,
+    trial_count_score,
     trials_to_fraction,
 )
 from xe2tune.tuner._search import SearchPlan, run_search
@@ -72,6 +85,7 @@ from xe2tune.tuner._trial_runner import (
 
 __all__ = [
     "DEFAULT_SAMPLER",
+    "Baselines",
     "FRACTIONS",
     "SAMPLER_NAMES",
     "ConfirmSettings",
@@ -82,10 +96,12 @@ __all__ = [
     "InProcessTrialRunner",
     "PhaseMark",
     "SupervisedTrialRunner",
+    "NoRecordedTimeError",
     "NotARecordingError",
     "Outcome",
     "ProblemOverrides",
     "RandomBaseline",
+    "RunTrace",
     "Recording",
     "ReplayRun",
     "SearchPlan",
@@ -93,19 +109,26 @@ __all__ = [
     "SpaceExhaustedError",
     "StrategyReport",
     "StudyProgress",
+    "TimeBudget",
     "TrialRunner",
     "TuneBudget",
     "UnknownSamplerError",
+    "baselines",
     "default_problems",
     "evaluate",
     "load_recording",
     "make_sampler",
-    "methodology_score",
     "random_baseline",
     "replay",
     "report_points",
     "run_search",
     "score_points",
     "score_run",
+    "time_budget",
+    "time_score",
+    "time_score_error",
+    "trace",
+    "trial_count_score",
+    "trial_seconds",
     "trials_to_fraction",
 ]

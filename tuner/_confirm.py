@@ -15,8 +15,7 @@ from typing import TYPE_CHECKING
 
 from xe2tune.db import ConfirmationEntry, ConfirmationRecord, ResultStore, TrialRow
 from xe2tune.errors import InvalidConfig
-from xe2tune.harness import TrialStatus
-from xe2tune.harness._runner import MeasureRequest
+from xe2tune.harness import MeasureRequest, TrialStatus
 from xe2tune.kernels import DeviceCaps, KernelFamily, LauncherConfig, ProblemSpec
 
 if TYPE_CHECKING:

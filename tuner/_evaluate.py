@@ -1,33 +1,77 @@
 """Judge a strategy on a recording: several seeded replays, scored and summarized.
 
-Shared by ``xe2tune replay`` and ``benchmarks/strategies.py``; the latter also scores runs of
-strategies that are not optuna samplers (Kernel Tuner's) through ``score_run``.
+Two scores, both 0 for random search and 1 for finding the optimum at once:
+
+- the **methodology score** of Willemsen et al. over simulated tuning time, as its reference
+  package computes it (``tuner._methodology``; the seeds' runs are pooled), and
+- the **trial-count score**, the same idea counted in trials (``tuner._score``; the mean of the
+  seeds' scores).
+
+Each comes with its standard error over seeds. Shared by ``xe2tune replay`` and
+``benchmarks/strategies.py``; the latter also scores runs of strategies that are not optuna
+samplers (Kernel Tuner's) through ``score_run``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
+from xe2tune.tuner._methodology import (
+    NoRecordedTimeError,
+    RunTrace,
+    TimeBudget,
+    time_budget,
+    time_score,
+    time_score_error,
+    trace,
+)
 from xe2tune.tuner._replay import Recording, replay
 from xe2tune.tuner._score import (
     RandomBaseline,
-    methodology_score,
     random_baseline,
+    trial_count_score,
     trials_to_fraction,
 )
 
-__all__ = ["FRACTIONS", "SeedResult", "StrategyReport", "evaluate", "report_points", "score_run"]
+__all__ = [
+    "FRACTIONS", "Baselines", "SeedResult", "StrategyReport", "baselines", "evaluate",
+    "report_points", "score_run",
+]
 
 FRACTIONS = (0.90, 0.95, 0.99)
 """Fractions of optimum performance whose trials-to-reach are reported."""
 
 
+@dataclass(frozen=True, eq=False)
+class Baselines:
+    """What both scores of a recording compare against.
+
+    ``time`` is None when the recording has no cost fields (no methodology score then);
+    ``time_error`` says why.
+    """
+
+    trials: RandomBaseline
+    time: TimeBudget | None
+    time_error: str | None = None
+
+
+def baselines(recording: Recording, max_trials: int | None = None) -> Baselines:
+    """The trial-count baseline (at least ``max_trials`` long) and the time budget."""
+    trials = random_baseline(recording.times, max_trials)
+    try:
+        return Baselines(trials, time_budget(recording))
+    except (NoRecordedTimeError, ValueError) as exc:
+        return Baselines(trials, None, str(exc))
+
+
 @dataclass(frozen=True)
 class SeedResult:
-    """One seeded run: its score, best mean time after each trial, and trials to each fraction.
+    """One seeded run: its trial-count score, best mean time after each of the first ``budget``
+    trials, trials to each fraction, and its trace over simulated time (None without costs).
 
     ``trials_to[k]`` is None if the run never reached ``FRACTIONS[k]`` of optimum performance.
     ``best_index`` is the config index of the best mean found (None if every trial failed).
@@ -38,21 +82,42 @@ class SeedResult:
     best_so_far: np.ndarray
     trials_to: tuple[int | None, ...]
     best_index: int | None
+    trace: RunTrace | None = None
 
 
 @dataclass(frozen=True)
 class StrategyReport:
-    """Every seed of one strategy on one recording, against the same random baseline."""
+    """Every seed of one strategy on one recording, against the same baselines."""
 
     strategy: str
     budget: int
     baseline: RandomBaseline
     seeds: tuple[SeedResult, ...]
+    time: TimeBudget | None = None
 
     @property
     def mean_score(self) -> float:
-        """Mean methodology score over seeds."""
+        """Mean trial-count score over seeds."""
         return float(np.mean([s.score for s in self.seeds]))
+
+    @property
+    def score_error(self) -> float:
+        """Standard error of the mean trial-count score over seeds (NaN for one seed)."""
+        scores = [s.score for s in self.seeds]
+        if len(scores) < 2:
+            return math.nan
+        return float(np.std(scores, ddof=1) / math.sqrt(len(scores)))
+
+    def methodology(self) -> tuple[float, float] | None:
+        """(methodology score, its jackknife standard error over seeds); None without costs.
+
+        Raises:
+            ValueError: the runs do not cover the scored time range (see ``time_score``).
+        """
+        traces = [s.trace for s in self.seeds]
+        if self.time is None or any(t is None for t in traces):
+            return None
+        return time_score(traces, self.time), time_score_error(traces, self.time)
 
     def median_trials_to(self, fraction: float) -> float:
         """Median over seeds of the trials to ``fraction`` of optimum (inf: not reached)."""
@@ -66,13 +131,16 @@ class StrategyReport:
 
 
 def score_run(
-    seed: int, means: np.ndarray, indices: np.ndarray, baseline: RandomBaseline, budget: int
+    seed: int, means: np.ndarray, indices: np.ndarray, baseline: RandomBaseline, budget: int,
+    run_trace: RunTrace | None = None,
 ) -> SeedResult:
     """Score one run given the recorded mean of each trial's config (NaN = failed), in order.
 
-    A run that stopped before ``budget`` trials (some strategies give up early) keeps its
-    last best for the remaining points, as if it had tried nothing better.
+    Only the first ``budget`` trials count for the trial-count score. A run that stopped before
+    ``budget`` trials (some strategies give up early) keeps its last best for the remaining
+    points, as if it had tried nothing better.
     """
+    means, indices = means[:budget], indices[:budget]
     filled = np.where(np.isnan(means), np.inf, means)
     best = np.minimum.accumulate(filled) if len(filled) else np.full(1, np.inf)
     best = np.where(np.isinf(best), baseline.worst, best)
@@ -81,10 +149,11 @@ def score_run(
     best_index = int(indices[int(np.argmin(filled))]) if np.isfinite(filled).any() else None
     return SeedResult(
         seed=seed,
-        score=methodology_score(best, baseline),
+        score=trial_count_score(best, baseline),
         best_so_far=best,
         trials_to=tuple(trials_to_fraction(best, baseline.optimum, f) for f in FRACTIONS),
         best_index=best_index,
+        trace=run_trace,
     )
 
 
@@ -95,20 +164,29 @@ def evaluate(
     budget: int | None = None,
     seeds: Sequence[int] = range(10),
     noise: bool = False,
+    progress: Callable[[], None] | None = None,
 ) -> StrategyReport:
-    """Replay ``sampler`` once per seed and score every run (budget: the methodology's).
+    """Replay ``sampler`` once per seed and score every run with both scores.
+
+    Each run lasts ``budget`` trials (default: the trial-count budget) and, where the recording
+    has costs, at least the methodology's run time.
 
     Raises:
         ValueError: ``budget`` is not in 1..len(space).
         UnknownSamplerError: ``sampler`` is not registered.
     """
-    baseline = random_baseline(recording.times, budget)
-    budget = baseline.budget if budget is None else budget
+    base = baselines(recording, budget)
+    budget = base.trials.budget if budget is None else budget
+    until = None if base.time is None else base.time.run_seconds
     results = []
     for seed in seeds:
-        run = replay(recording, sampler, budget=budget, seed=seed, noise=noise)
-        results.append(score_run(seed, run.means, run.indices, baseline, budget))
-    return StrategyReport(strategy=sampler, budget=budget, baseline=baseline, seeds=tuple(results))
+        run = replay(recording, sampler, budget=budget, seed=seed, noise=noise,
+                     until_seconds=until, progress=progress)
+        run_trace = None if base.time is None else trace(
+            recording, run.indices, run.strategy_seconds)
+        results.append(score_run(seed, run.means, run.indices, base.trials, budget, run_trace))
+    return StrategyReport(strategy=sampler, budget=budget, baseline=base.trials,
+                          seeds=tuple(results), time=base.time)
 
 
 def report_points(budget: int, count: int = 10) -> list[int]:

@@ -1,8 +1,12 @@
-"""How good a search strategy is on a brute-forced space, per Willemsen et al. (FGCS 2024).
+"""The trial-count score: the methodology of Willemsen et al. (FGCS 2024) counted in trials.
+
+Every config costs one trial here, whatever it cost to compile and run; the paper's own score,
+over simulated tuning time, is ``tuner._methodology``. This variant is kept because it does not
+depend on the recorded costs (some files have none) and reads directly as "trials to".
 
 At each budget point t, ``P_t = (baseline_t - best_t) / (baseline_t - optimum)``, where
 ``baseline_t`` is the expected best of random search *without replacement* after t evaluations:
-0 = no better than random search, 1 = the optimum found. The methodology score is the mean of
+0 = no better than random search, 1 = the optimum found. The trial-count score is the mean of
 ``P_t`` over the equidistant points t = ceil(1 % of B) .. B (every integer in between), where the
 budget B is the number of evaluations after which random search is expected to have closed 95 %
 of the gap between the median config and the optimum.
@@ -22,14 +26,14 @@ import numpy as np
 __all__ = [
     "GAP_CLOSED",
     "RandomBaseline",
-    "methodology_score",
+    "trial_count_score",
     "random_baseline",
     "score_points",
     "trials_to_fraction",
 ]
 
 GAP_CLOSED = 0.95
-"""Fraction of the median-to-optimum gap random search closes at the methodology budget."""
+"""Fraction of the median-to-optimum gap random search closes at the trial budget."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -52,7 +56,7 @@ class RandomBaseline:
 def random_baseline(times: np.ndarray, max_trials: int | None = None) -> RandomBaseline:
     """Random search's expected best after 1..T evaluations of a space (NaN times = failed).
 
-    T is at least the methodology budget and at least ``max_trials`` (capped at the space size).
+    T is at least the trial budget and at least ``max_trials`` (capped at the space size).
     With the valid times sorted, v_1 <= ... <= v_M, and the N - M failed configs ranked last
     (worth v_M), ``E[best_t] = v_1 + sum_k S_t(k) (v_{k+1} - v_k)``, where
     ``S_t(k) = C(N-k, t) / C(N, t)`` is the chance that none of the k best was drawn; S is
@@ -96,11 +100,11 @@ def score_points(budget: int) -> np.ndarray:
     return np.arange(max(1, math.ceil(0.01 * budget)), budget + 1)
 
 
-def methodology_score(best_so_far: np.ndarray, baseline: RandomBaseline) -> float:
-    """Mean of P_t over the score points of the methodology budget (or of a shorter run).
+def trial_count_score(best_so_far: np.ndarray, baseline: RandomBaseline) -> float:
+    """Mean of P_t over the score points of the trial budget (or of a shorter run).
 
     ``best_so_far[t - 1]`` is the run's best mean time after t trials (the worst valid time
-    before its first success). A run shorter than the methodology budget is scored on the
+    before its first success). A run shorter than the trial budget is scored on the
     points it covers, from the same start.
 
     Raises:

@@ -73,7 +73,8 @@ def run_search(
             ids = StudyIds(
                 device_id=device_id, device_name=listing.caps.name,
                 kernel_source_id=store.upsert_kernel_source(family.name, source),
-                source_hash=source,
+                source_hash=source, driver=listing.driver_version,
+                compute_units=listing.caps.compute_units,
             )
             study = StudyRun(
                 store=store, runner=runner, family=family, problem=problem,

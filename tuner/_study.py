@@ -4,6 +4,10 @@ Several searches may run the same study at once (same database): each config is 
 before it is measured, so none is measured twice. A stop, a signal or a crash never turns an
 asked config into a failed one: untold trials go back to the queue, and trials left RUNNING by a
 killed search are requeued by the next one (see ``_trials.py`` and ``_lease.py``).
+
+In a campaign (``gate`` given) the study is shared by many workers: each trial first claims a
+slot of the study's budget, the budget's patience is judged on the whole study, and one worker
+runs the confirmation round once every slot is done (see ``_campaign.py``).
 """
 
 from __future__ import annotations
@@ -17,12 +21,18 @@ from dataclasses import dataclass, field, replace
 import optuna
 from optuna.trial import TrialState
 
-from xe2tune.db import BestQuery, ConfirmationRecord, ResultStore, TrialRow
+from xe2tune.db import (
+    BestQuery,
+    ConfirmationEntry,
+    ConfirmationRecord,
+    ResultStore,
+    TrialRow,
+)
 from xe2tune.errors import InvalidConfig, TrialAbandoned
-from xe2tune.harness import TrialResult, TrialStatus
-from xe2tune.harness._runner import MeasureRequest
+from xe2tune.harness import MeasureRequest, TrialResult, TrialStatus
 from xe2tune.kernels import DeviceCaps, KernelFamily, LauncherConfig, ProblemSpec
 from xe2tune.tuner._budget import TuneBudget
+from xe2tune.tuner._campaign import PATIENCE_CLOSED, SPACE_CLOSED, SlotGate, patience_spent
 from xe2tune.tuner._confirm import ConfirmSettings, confirm
 from xe2tune.tuner._finite_sampler import SpaceExhaustedError
 from xe2tune.tuner._lease import SearchLease
@@ -44,6 +54,8 @@ class StudyIds:
     device_name: str
     kernel_source_id: int
     source_hash: str
+    driver: str  # with the name and compute units, the device's identity: identical devices
+    compute_units: int  # share a study, two parts differing in any of them never do
 
 
 @dataclass
@@ -55,7 +67,7 @@ class StudyProgress:
     cartesian_size: int
     trial_index: int  # trials started in this run, 1-based
     trials_budget: int
-    config: dict | None = None
+    config: LauncherConfig | None = None  # the trial being measured
     phase: str = "starting"
     best: Outcome | None = None
     default: Outcome | None = None
@@ -79,8 +91,7 @@ class Outcome:
     """What the loop needs of a trial, whether measured now or read back from the store."""
 
     status: TrialStatus
-    config: dict
-    config_hash: str
+    config: LauncherConfig
     median_s: float | None
     tflops: float | None
     roofline_fraction: float | None
@@ -97,7 +108,7 @@ class Outcome:
     @classmethod
     def from_result(cls, r: TrialResult) -> Outcome:
         return cls(
-            status=r.status, config=r.config, config_hash=r.config_hash,
+            status=r.status, config=r.config,
             median_s=r.timing.median if r.timing else None,
             tflops=r.roofline.tflops if r.roofline else None,
             roofline_fraction=r.roofline.roofline_fraction if r.roofline else None,
@@ -105,10 +116,12 @@ class Outcome:
         )
 
     @classmethod
-    def from_row(cls, row: TrialRow) -> Outcome:
+    def from_row(cls, row: TrialRow, config: LauncherConfig) -> Outcome:
+        """A stored trial, whose config the caller holds already (it asked for it, or parsed
+        the row's once)."""
         m = row.measurement
         return cls(
-            status=row.status, config=row.config, config_hash=row.config_hash,
+            status=row.status, config=config,
             median_s=m.median_s if m else None,
             tflops=m.achieved_flops / 1e12 if m and m.achieved_flops else None,
             roofline_fraction=m.roofline_fraction if m else None, error=row.error,
@@ -130,7 +143,9 @@ class _Asked:
 
     trial: optuna.trial.Trial
     config: LauncherConfig
+    digest: str  # the config's hash, the key it is reserved, found and stored under
     holder: str | None
+    slot: int | None = None  # the campaign budget slot it runs in
 
 
 def build_space(family: KernelFamily, problem: ProblemSpec, caps: DeviceCaps) -> FiniteSpace:
@@ -139,14 +154,27 @@ def build_space(family: KernelFamily, problem: ProblemSpec, caps: DeviceCaps) ->
     Raises:
         EmptySpaceError: no valid config.
     """
+    return valid_space(family, problem, caps)[0]
+
+
+def valid_space(family: KernelFamily, problem: ProblemSpec,
+                caps: DeviceCaps) -> tuple[FiniteSpace, tuple[LauncherConfig, ...]]:
+    """The FiniteSpace of the family's valid configs and the configs themselves, index for
+    index: a trial's params map to its config by ``space.index``, without converting again.
+
+    Raises:
+        EmptySpaceError: no valid config.
+    """
+    configs = tuple(family.valid_configs(problem, caps))
     params = family.parameter_space(problem)
-    valid = [family.params_from_config(c) for c in family.valid_configs(problem, caps)]
-    return FiniteSpace.from_params(params, valid)
+    space = FiniteSpace.from_params(params, [family.params_from_config(c) for c in configs])
+    return space, configs
 
 
 def study_name(ids: StudyIds, family: KernelFamily, problem: ProblemSpec) -> str:
-    """One optuna study per (device, family + source hash, problem)."""
-    return f"xe2tune|{ids.device_name}|{family.name}@{ids.source_hash}|{problem.key()}"
+    """One optuna study per (device identity, family + source hash, problem)."""
+    return (f"xe2tune|{ids.device_name}|{ids.driver}|{ids.compute_units}cu|"
+            f"{family.name}@{ids.source_hash}|{problem.key()}")
 
 
 class StudyRun:
@@ -164,10 +192,11 @@ class StudyRun:
         sampler: str,
         seed: int | None,
         lease: SearchLease,
+        gate: SlotGate | None = None,
     ) -> None:
         self.store, self.runner, self.family, self.problem, self.caps = (
             store, runner, family, problem, caps)
-        self.space = build_space(family, problem, caps)
+        self.space, self.configs = valid_space(family, problem, caps)
         self.default = family.default_config(problem, caps)
         self.baselines = {b.config.config_hash(): b for b in family.baselines(problem, caps)
                           if family.invalid_reason(b.config, problem, caps) is None}
@@ -180,12 +209,15 @@ class StudyRun:
         storage = optuna.storages.RDBStorage(
             store.optuna_storage_url(), engine_kwargs=store.optuna_engine_kwargs()
         )
+        # The stored name wins: a study keeps its optuna study whoever created it first.
+        name = self.record.optuna_study_name or name
         self.study = optuna.create_study(
             study_name=name, storage=storage, direction="minimize", load_if_exists=True,
             sampler=make_sampler(sampler, self.space, seed),
         )
         self.ids = ids
         self.lease = lease
+        self.gate = gate
         self.book = TrialBook(self.study, storage, lease)
         self._asked: dict[int, _Asked] = {}
         self._enqueue_warm_start()
@@ -245,26 +277,54 @@ class StudyRun:
 
     # -- asking, reserving, telling ---------------------------------------------------------
 
+    def _config(self, params: dict) -> LauncherConfig:
+        """The config of a trial's params: one of the space's, made when the space was built.
+        Params outside the space (a trial queued by another version of xe2tune) are converted,
+        and measured as before."""
+        index = self.space.index(params)
+        if index is None:
+            return self.family.config_from_params(self.problem, params)
+        return self.configs[index]
+
     def _config_hash(self, params: dict) -> str | None:
-        if self.space.index(params) is None:
+        index = self.space.index(params)
+        return None if index is None else self.configs[index].config_hash()
+
+    def _claim_slot(self) -> int | None:
+        """A campaign slot for the next trial, after requeueing dead workers' trials (so a slot
+        a dead worker held re-runs its trial); None when the study's budget is spent or held."""
+        assert self.gate is not None
+        self.book.recover(self.store, self.record.id, self._config_hash)
+        if patience_spent(self.study.get_trials(deepcopy=False), self.gate.campaign.patience):
+            self.gate.close(PATIENCE_CLOSED)
             return None
-        return self.family.config_from_params(self.problem, params).config_hash()
+        return self.gate.claim_trial()
 
     def _ask(self) -> _Asked | None:
-        """Ask the next trial and reserve its config; None when the space is used up."""
+        """Ask the next trial and reserve its config; None when the space is used up (or, in a
+        campaign, when no budget slot is free)."""
+        slot = None if self.gate is None else self._claim_slot()
+        if self.gate is not None and slot is None:
+            return None
         trials = self.study.get_trials(deepcopy=False)
         taken = {self.space.index(t.params) for t in trials} - {None}
         waiting = any(t.state is TrialState.WAITING for t in trials)
-        if len(taken) >= len(self.space) and not waiting:
+        trial = None
+        if len(taken) < len(self.space) or waiting:
+            try:
+                trial = self.book.ask(self.space.distributions())
+            except SpaceExhaustedError:  # another search took the last configs meanwhile
+                pass
+        if trial is None:
+            if self.gate is not None and slot is not None:
+                self.gate.free(slot)
+                self.gate.close(SPACE_CLOSED)
             return None
-        try:
-            trial = self.book.ask(self.space.distributions())
-        except SpaceExhaustedError:  # another search took the last configs meanwhile
-            return None
-        config = self.family.config_from_params(self.problem, trial.params)
-        holder = self.store.reserve_config(self.record.id, config.config_hash(),
-                                           owner=self.lease.owner, trial_number=trial.number)
-        asked = _Asked(trial, config, holder)
+        config = self._config(trial.params)
+        digest = config.config_hash()
+        holder = self.store.reserve_config(self.record.id, digest, owner=self.lease.owner,
+                                           trial_number=trial.number)
+        asked = _Asked(trial, config, digest, holder, slot)
         self._asked[trial.number] = asked
         return asked
 
@@ -274,7 +334,7 @@ class StudyRun:
         Raises:
             TrialAbandoned: a stop was requested while waiting.
         """
-        digest = asked.config.config_hash()
+        digest = asked.digest
         while asked.holder is not None:
             if self.store.find_trial(self.record.id, digest) is not None:
                 return
@@ -289,12 +349,12 @@ class StudyRun:
                      should_stop: Callable[[], bool]) -> Outcome:
         self._await_config(asked, should_stop)
         config = asked.config
-        stored = self.store.find_trial(self.record.id, config.config_hash())
+        stored = self.store.find_trial(self.record.id, asked.digest)
         if stored is not None:
             progress.reused += 1
-            return Outcome.from_row(stored)
+            return Outcome.from_row(stored, config)
         result = self.runner.measure(MeasureRequest(self.family, self.problem, config))
-        baseline = self.baselines.get(result.config_hash)
+        baseline = self.baselines.get(asked.digest)
         self.store.record_trial(self.record.id, result, number=asked.trial.number,
                                 is_default=config == self.default,
                                 baseline=baseline.label if baseline else None)
@@ -303,24 +363,28 @@ class StudyRun:
 
     def _tell(self, asked: _Asked, result: Outcome) -> None:
         trial = asked.trial
-        trial.set_user_attr("config_hash", result.config_hash)
+        trial.set_user_attr("config_hash", asked.digest)
         trial.set_user_attr("status", result.status.value)
         ok = result.status is TrialStatus.OK and math.isfinite(result.objective)
         if not ok:
             trial.set_user_attr("error", (result.error or "")[:500])
         self.book.tell(trial, result.objective if ok else None)
+        if self.gate is not None and asked.slot is not None:
+            self.gate.settle(asked.slot, trial.number)
+            asked.slot = None
         self._release(asked)
 
     def _release(self, asked: _Asked) -> None:
         self._asked.pop(asked.trial.number, None)
         if asked.holder is None:
-            self.store.release_config(self.record.id, asked.config.config_hash(),
-                                      owner=self.lease.owner)
+            self.store.release_config(self.record.id, asked.digest, owner=self.lease.owner)
 
     def _requeue_untold(self) -> None:
         """Every asked, untold trial back to the queue: its config stays untried, not failed."""
         for asked in list(self._asked.values()):
             self.book.requeue(asked.trial.number)
+            if self.gate is not None and asked.slot is not None:
+                self.gate.free(asked.slot)
             self._release(asked)
 
     # -- the loop ---------------------------------------------------------------------------
@@ -347,10 +411,12 @@ class StudyRun:
         try:
             self._loop(progress, budget, deadline, observe, should_stop)
             self._requeue_untold()
-            if not should_stop():
+            if not should_stop() and (self.gate is None or self.gate.claim_confirmation()):
                 progress.phase = "confirming"
                 observe(progress)
                 self._confirm(progress, confirm_with)
+                if self.gate is not None:
+                    self.gate.settle_confirmation()
         except TrialAbandoned:
             progress.phase = "stopped"
         finally:
@@ -365,7 +431,7 @@ class StudyRun:
         current = self._ask()
         while current is not None and progress.trial_index < budget.trials:
             progress.trial_index += 1
-            progress.config, progress.phase = current.config.to_dict(), "measuring"
+            progress.config, progress.phase = current.config, "measuring"
             observe(progress)
             more = progress.trial_index < budget.trials and not should_stop()
             upcoming = self._ask() if more else None
@@ -376,7 +442,7 @@ class StudyRun:
             progress.build_s += result.build_s
             progress.verify_s += result.verify_s
             progress.bench_s += result.bench_s
-            improved = self._update_best(progress, result, current.config)
+            improved = self._update_best(progress, result)
             since_best = 0 if improved else since_best + 1
             progress.phase = "measured"
             observe(progress)
@@ -395,15 +461,21 @@ class StudyRun:
             return
         progress.confirmation = record
         rows = {row.id: row for row in self.store.trials(self.record.id)}
+
+        def retimed(entry: ConfirmationEntry, median_s: float) -> Outcome:
+            # a config of the round, so one this xe2tune parsed and ran: it parses again
+            row = rows[entry.trial_id]
+            return Outcome.from_row(row, LauncherConfig.from_dict(row.config)).timed_at(median_s)
+
         best = record.best
-        progress.best = Outcome.from_row(rows[best.trial_id]).timed_at(best.median_s)
+        assert best.median_s is not None, "the best of a round ran OK"
+        progress.best = retimed(best, best.median_s)
         default = record.default
         progress.default = (None if default is None or default.median_s is None else
-                            Outcome.from_row(rows[default.trial_id]).timed_at(default.median_s))
+                            retimed(default, default.median_s))
 
-    def _update_best(self, progress: StudyProgress, result: Outcome,
-                     config: LauncherConfig) -> bool:
-        if config == self.default and result.status is TrialStatus.OK:
+    def _update_best(self, progress: StudyProgress, result: Outcome) -> bool:
+        if result.config == self.default and result.status is TrialStatus.OK:
             progress.default = result
         if result.status is not TrialStatus.OK:
             progress.failed += 1
@@ -418,6 +490,6 @@ class StudyRun:
             try:
                 config = LauncherConfig.from_dict(row.config)
             except InvalidConfig:
-                continue  # a stored config this xe2tune cannot read is never the default
-            self._update_best(progress, Outcome.from_row(row), config)
+                continue  # a stored config this xe2tune cannot read is never the best here
+            self._update_best(progress, Outcome.from_row(row, config))
         progress.failed = 0

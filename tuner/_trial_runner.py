@@ -16,11 +16,17 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from xe2tune.errors import TrialAbandoned, WorkerError
-from xe2tune.harness import TrialResult, TrialStatus
-from xe2tune.harness._limits import TrialLimits
-from xe2tune.harness._runner import ConfigRunner, MeasureRequest
-from xe2tune.harness._supervisor import WorkerGone, WorkerProcess
-from xe2tune.harness._worker import WorkerSpec, overlaps_builds
+from xe2tune.harness import (
+    ConfigRunner,
+    MeasureRequest,
+    TrialLimits,
+    TrialResult,
+    TrialStatus,
+    WorkerGone,
+    WorkerProcess,
+    WorkerSpec,
+    overlaps_builds,
+)
 from xe2tune.kernels import ProblemSpec
 
 
@@ -150,8 +156,7 @@ class _Death:
     error: str
 
     def result(self, request: MeasureRequest) -> TrialResult:
-        return TrialResult(self.status, config=request.config.to_dict(),
-                           config_hash=request.config.config_hash(), error=self.error,
+        return TrialResult(self.status, config=request.config, error=self.error,
                            extra={"failed_step": self.step})
 
 
@@ -198,7 +203,7 @@ class SupervisedTrialRunner:
     def measure(self, request: MeasureRequest) -> TrialResult:
         reply = self._call(("measure", request.to_dict()), [request])
         return reply.result(request) if isinstance(reply, _Death) else TrialResult.from_dict(
-            reply[1])
+            reply[1], request.config)
 
     def compare(self, requests: Sequence[MeasureRequest], rounds: int) -> list[TrialResult]:
         if rounds < 1:
@@ -210,7 +215,7 @@ class SupervisedTrialRunner:
                                [requests[i] for i in remaining])
             if not isinstance(reply, _Death):
                 for i, data in zip(remaining, reply[1], strict=True):
-                    results[i] = TrialResult.from_dict(data)
+                    results[i] = TrialResult.from_dict(data, requests[i].config)
                 break
             # The config whose step killed the worker fails alone; the others are compared
             # again, from the start, in a fresh worker.

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from alembic import context
 
+from xe2tune.db import _campaign_models  # noqa: F401  (registers the campaign tables on Base)
 from xe2tune.db._migrate import VERSION_TABLE, include_name
 from xe2tune.db._models import Base
 

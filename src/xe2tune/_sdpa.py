@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 import dpctl
 import numpy as np
 
-from xe2tune.errors import InvalidConfig, InvalidProblem
-from xe2tune.harness import device_caps, open_queue
-from xe2tune.harness._executor import PlanExecutor
+from xe2tune._tuned import tuned_config
+from xe2tune.errors import InvalidConfig, InvalidProblem, Xe2TuneError
+from xe2tune.harness import PlanExecutor, device_caps, open_queue
 from xe2tune.kernels import (
+    DeviceCaps,
+    KernelFamily,
     LauncherConfig,
     ProblemSpec,
     build_program,
@@ -32,6 +34,21 @@ def _as_4d(name: str, array: np.ndarray) -> np.ndarray:
     )
 
 
+def _tuned_or_default(problem: ProblemSpec, caps: DeviceCaps,
+                      family: KernelFamily) -> LauncherConfig:
+    """The tuned best for the problem on this device if it can run it, else the default."""
+    tuned = tuned_config(problem, caps.name)
+    if tuned is not None:
+        try:  # a nearest problem's best may not fit this one (a tile longer than kv_len, say)
+            runs_here = family_for(problem, caps, tuned.family).invalid_reason(
+                tuned, problem, caps) is None
+        except Xe2TuneError:  # its family does not serve this problem here
+            runs_here = False
+        if runs_here:
+            return tuned
+    return family.default_config(problem, caps)
+
+
 def sdpa(
     q: np.ndarray,
     k: np.ndarray,
@@ -39,7 +56,7 @@ def sdpa(
     *,
     causal: bool = False,
     scale: float | None = None,
-    config: LauncherConfig | Mapping[str, Any] | None = None,
+    config: LauncherConfig | Mapping[str, Any] | Literal["default"] | None = None,
     device: str | dpctl.SyclQueue | None = None,
 ) -> np.ndarray:
     """softmax(scale * Q K^T) V computed by the SDPA kernels, returned in the input dtype.
@@ -49,8 +66,12 @@ def sdpa(
     float16, ml_dtypes.bfloat16 or float32, the same for all three. q_len <= 16 runs the decode
     family, longer the prefill family. ``causal`` aligns the mask bottom-right (query i sees keys
     0 .. i + kv_len - q_len); a query that sees no key gets 0. ``scale`` defaults to 1/sqrt(D).
-    ``config`` is a LauncherConfig or its JSON dict (default: the family's default config);
-    ``device`` a SYCL filter string or queue (default: the first GPU, else opencl:cpu).
+    ``config`` is a LauncherConfig or its JSON dict; None (the default) launches the tuned
+    config: the best that ``xe2tune search`` stored for this problem on this device in the
+    results database (``XE2TUNE_DB``, else the user data dir's), or for the nearest tuned problem
+    as ``xe2tune best`` answers, read once per problem per process; the kernel family's default
+    config when nothing tuned fits. ``"default"`` forces the family default.
+    ``device`` is a SYCL filter string or queue (default: the first GPU, else opencl:cpu).
 
     Raises:
         InvalidProblem: for shapes, dtypes or head dims the kernels do not support.
@@ -87,6 +108,8 @@ def sdpa(
     caps = device_caps(queue.sycl_device)
     family = family_for(problem, caps)
     if config is None:
+        launcher = _tuned_or_default(problem, caps, family)
+    elif isinstance(config, str) and config == "default":
         launcher = family.default_config(problem, caps)
     elif isinstance(config, LauncherConfig):
         launcher = config
@@ -94,7 +117,7 @@ def sdpa(
         launcher = LauncherConfig.from_dict(dict(config), family=family.name)
     else:
         raise InvalidConfig(
-            f"config must be a LauncherConfig, a dict or None, got {type(config).__name__}"
+            f"config must be a LauncherConfig, a dict, \"default\" or None, got {config!r:.80}"
         )
     plan = get_family(launcher.family).plan(launcher, problem, caps, scale=scale)
     built = build_program(queue, plan.source_file, plan.kernel_names, plan.defines)

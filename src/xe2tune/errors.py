@@ -52,6 +52,10 @@ class StoreError(Xe2TuneError):
     """The results database could not be opened, migrated, read or written."""
 
 
+class NoDatabase(StoreError):
+    """A reader found no results database where it looked: nothing was ever tuned there."""
+
+
 class TrialAbandoned(Xe2TuneError):
     """The trial in progress was abandoned on request (``TrialRunner.abandon``); record nothing:
     its config stays untried."""

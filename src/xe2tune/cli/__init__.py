@@ -10,14 +10,16 @@ import typer
 
 from xe2tune.cli import (
     _bench,  # noqa: F401  (each module registers its commands on app)
+    _campaign,  # noqa: F401
     _devices,  # noqa: F401
     _inspect,  # noqa: F401
     _query,  # noqa: F401
     _replay,  # noqa: F401
     _search,  # noqa: F401
     _serve,  # noqa: F401
+    _worker,  # noqa: F401
 )
-from xe2tune.cli._app import app, err_console
+from xe2tune.cli._app import app, err_console, print_error
 from xe2tune.errors import Xe2TuneError
 
 __all__ = ["app", "main"]
@@ -46,6 +48,5 @@ def _warning_line(message, category, filename, lineno, file=None, line=None) -> 
 
 
 def _one_line(message: str) -> NoReturn:
-    err_console.print(f"[bold red]error:[/] {' '.join(message.split())}", highlight=False,
-                      soft_wrap=True)
+    print_error(message)
     sys.exit(2)

@@ -11,12 +11,10 @@ from rich.table import Table
 
 from xe2tune.cli._app import app, console
 from xe2tune.cli._devices import DbOption, DeviceOption, JsonOption
-from xe2tune.cli._session import open_runner, open_session
-from xe2tune.db import open_store
+from xe2tune.cli._vocabulary import seed_vocabulary
 from xe2tune.errors import InvalidConfig, InvalidProblem
-from xe2tune.harness import BenchSettings, TrialResult, TrialStatus, problem_unfit_reason
-from xe2tune.harness._runner import MeasureRequest
 from xe2tune.kernels import LauncherConfig, ProblemSpec, family_for, family_for_mode
+from xe2tune.measurement import TrialResult, TrialStatus
 
 MAX_EXTENT = 2**31 - 1  # problem sizes reach the kernels as 32-bit ints
 
@@ -53,15 +51,22 @@ def parse_config(text: str, family: str) -> LauncherConfig:
     Raises:
         InvalidConfig: for unreadable files, malformed JSON or wrong fields.
     """
-    path = Path(text)
-    if not text.lstrip().startswith("{") and path.exists():
-        text = path.read_text()
+    source = "--config"
+    if not text.lstrip().startswith("{"):  # not inline JSON: a file
+        path, source = Path(text), f"--config {text}"
+        try:
+            text = path.read_text()
+        except FileNotFoundError:
+            raise InvalidConfig(f"{source}: no such file; accepted: a JSON object or the path "
+                                "of a JSON file") from None
+        except (OSError, UnicodeDecodeError) as exc:
+            reason = exc.strerror if isinstance(exc, OSError) else "not a text file"
+            raise InvalidConfig(f"{source}: cannot read it ({reason})") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise InvalidConfig(
-            f"--config is neither a JSON object nor a JSON file ({exc.msg} at char {exc.pos})"
-        ) from None
+        raise InvalidConfig(f"{source} is not valid JSON ({exc.msg} at char {exc.pos}); "
+                            "accepted: a JSON object or the path of a JSON file") from None
     return LauncherConfig.from_dict(data, family=family)
 
 
@@ -72,7 +77,7 @@ def _print_result(result: TrialResult, problem: ProblemSpec) -> None:
     table.add_column("metric")
     table.add_column("value", justify="right")
     t, r, c = result.timing, result.roofline, result.correctness
-    rows = [("status", result.status.value), ("config", json.dumps(result.config))]
+    rows = [("status", result.status.value)]
     if c is not None:
         rows += [("correct", str(c.passed)), ("non-finite", str(c.nonfinite)),
                  ("max abs error", f"{c.max_abs_error:.3g}"),
@@ -94,6 +99,8 @@ def _print_result(result: TrialResult, problem: ProblemSpec) -> None:
     for k, v in rows:
         table.add_row(k, v)
     console.print(table)
+    # below the table, wrapped: in a cell the config would make the table as wide as itself
+    console.print(f"config: {seed_vocabulary(result.config)}", highlight=False)
 
 
 @app.command()
@@ -101,7 +108,8 @@ def bench(
     head_dim: Annotated[int, typer.Option("--head-dim", help="64, 96, 128, 192 or 256")],
     dtype: Annotated[str, typer.Option(help="fp16, bf16 or fp32")] = "fp16",
     seq: Annotated[int | None, typer.Option(
-        min=1, max=MAX_EXTENT, help="sequence length (kv length for decode)")] = None,
+        min=1, max=MAX_EXTENT,
+        help="sequence length (kv length for decode); this or --kv-len")] = None,
     q_len: Annotated[int | None, typer.Option("--q-len", min=1, max=MAX_EXTENT)] = None,
     kv_len: Annotated[int | None, typer.Option("--kv-len", min=1, max=MAX_EXTENT)] = None,
     mode: Annotated[str | None, typer.Option(help="prefill or decode")] = None,
@@ -119,6 +127,11 @@ def bench(
     as_json: JsonOption = False,
 ) -> None:
     """Build a config (the family's default when none is given), check it, and time it."""
+    # the device side loads here, not when the CLI starts: `serve` and the readers never need it
+    from xe2tune.cli._session import open_runner, open_session
+    from xe2tune.db import open_store
+    from xe2tune.harness import BenchSettings, MeasureRequest, problem_unfit_reason
+
     problem = problem_from_options(
         head_dim=head_dim, dtype=dtype, seq=seq, q_len=q_len, kv_len=kv_len, mode=mode,
         causal=causal, heads_q=heads_q, heads_kv=heads_kv, batch=batch,

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import json
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.table import Table
 
 from xe2tune.cli._app import app, console
-from xe2tune.cli._session import listing_for, save_measured, stored_peaks
+from xe2tune.cli._table import Column, print_table
 from xe2tune.db import open_store
-from xe2tune.harness import DevicePeaks, list_devices, measure_ceilings, open_queue
 from xe2tune.kernels import device_catalog
+
+if TYPE_CHECKING:
+    from xe2tune.harness import DevicePeaks
 
 DeviceOption = Annotated[
     str | None,
@@ -20,6 +21,18 @@ DeviceOption = Annotated[
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 DbOption = Annotated[str | None, typer.Option("--db", help="SQLAlchemy URL of the results DB")]
+# The peaks stay at any width; the device limits go first, last column first. Names and
+# architectures print below each row.
+DEVICE_COLUMNS = (Column("filter"), Column("peak fp32 / fp16 TFLOP/s", right=True),
+                  Column("peak GB/s", right=True), Column("peaks from", drop=1),
+                  Column("CUs", right=True, drop=2), Column("max WG", right=True, drop=3),
+                  Column("subgroups", drop=4), Column("local mem", right=True, drop=5),
+                  Column("global mem", right=True, drop=6))
+CATALOG_COLUMNS = (Column("key"), Column("XMX / fp32 TFLOP/s", right=True),
+                   Column("GB/s", right=True), Column("EUs", right=True, drop=1),
+                   Column("subgroups", drop=2), Column("max WG", right=True, drop=3),
+                   Column("SLM", right=True, drop=4), Column("GRF x 64 B", drop=5),
+                   Column("DPAS MxNxK", drop=6))
 
 
 def _peaks_dict(peaks: DevicePeaks | None) -> dict | None:
@@ -57,21 +70,18 @@ def _print_catalog(as_json: bool) -> None:
     if as_json:
         print(json.dumps(rows, indent=2))
         return
-    table = Table(title="Catalog device descriptions (use with --target KEY)")
-    for col in ("key", "name", "arch", "EUs", "subgroups", "max WG", "SLM", "GRF x 64 B",
-                "DPAS MxNxK", "XMX / fp32 TFLOP/s", "GB/s"):
-        table.add_column(col)
+    cells = []
     for r in rows:
         p = r["peaks"]
-        table.add_row(
-            r["key"], r["name"], r["architecture"], str(r["compute_units"]),
+        cells.append((
+            r["key"], f"{p['tflops']['fp16']:.4g} / {p['tflops']['fp32']:.3g}",
+            f"{p['bandwidth_gbs']:.4g}", str(r["compute_units"]),
             ",".join(map(str, r["subgroup_sizes"])), str(r["max_work_group"]),
-            f"{r['local_mem_bytes'] // 1024} KiB",
-            "/".join(map(str, r["registers_per_thread"])),
+            f"{r['local_mem_bytes'] // 1024} KiB", "/".join(map(str, r["registers_per_thread"])),
             "x".join(map(str, r["matrix_shape"])),
-            f"{p['tflops']['fp16']:.4g} / {p['tflops']['fp32']:.3g}", f"{p['bandwidth_gbs']:.4g}",
-        )
-    console.print(table)
+        ))
+    print_table(console, "Catalog device descriptions (use with --target KEY)", CATALOG_COLUMNS,
+                cells, [f"{r['name']}, {r['architecture']}" for r in rows])
 
 
 @app.command()
@@ -86,6 +96,9 @@ def devices(
     if catalog:
         _print_catalog(as_json)
         return
+    from xe2tune.cli._session import stored_peaks  # the device side loads only here
+    from xe2tune.harness import list_devices, open_queue
+
     listings = list_devices()
     if not listings:
         open_queue()  # raises DeviceError with the install hint
@@ -106,27 +119,26 @@ def devices(
     if as_json:
         print(json.dumps(rows, indent=2))
         return
-    table = Table(title="SYCL devices")
-    for col in ("filter", "name", "CUs", "max WG", "subgroups", "local mem", "global mem",
-                "peak fp32 / fp16 TFLOP/s", "peak GB/s", "peaks from"):
-        table.add_column(col)
+    cells = []
     for r in rows:
         p = r["peaks"]
-        table.add_row(
-            r["filter"], r["name"], str(r["compute_units"]), str(r["max_work_group"]),
-            ",".join(map(str, r["subgroup_sizes"])), f"{r['local_mem_bytes'] // 1024} KiB",
-            f"{r['global_mem_bytes'] / 2**30:.1f} GiB",
-            f"{p['tflops']['fp32']:.3g} / {p['tflops']['fp16']:.3g}" if p else "-",
+        cells.append((
+            r["filter"], f"{p['tflops']['fp32']:.3g} / {p['tflops']['fp16']:.3g}" if p else "-",
             f"{p['bandwidth_gbs']:.1f}" if p else "-",
-            p["source"] if p else "none (run `xe2tune roofline`)",
-        )
-    console.print(table)
+            p["source"] if p else "none (run `xe2tune roofline`)", str(r["compute_units"]),
+            str(r["max_work_group"]), ",".join(map(str, r["subgroup_sizes"])),
+            f"{r['local_mem_bytes'] // 1024} KiB", f"{r['global_mem_bytes'] / 2**30:.1f} GiB",
+        ))
+    print_table(console, "SYCL devices", DEVICE_COLUMNS, cells, [r["name"] for r in rows])
 
 
 @app.command()
 def roofline(device: DeviceOption = None, as_json: JsonOption = False,
              db: DbOption = None) -> None:
     """Measure the device's FMA and copy ceilings and store them as its roofline peaks."""
+    from xe2tune.cli._session import listing_for, save_measured, stored_peaks
+    from xe2tune.harness import measure_ceilings, open_queue
+
     queue = open_queue(device)
     listing = listing_for(queue)
     store = open_store(db)

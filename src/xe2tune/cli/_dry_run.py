@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from xe2tune.cli._app import console
+from xe2tune.cli._vocabulary import seed_vocabulary
 from xe2tune.errors import Xe2TuneError
 from xe2tune.kernels import (
     DeviceCaps,
@@ -58,15 +59,6 @@ def _members(family: KernelFamily) -> tuple[KernelFamily, ...]:
 
 def _cartesian(family: KernelFamily, problem: ProblemSpec) -> int:
     return math.prod(len(v) for v in family.parameter_space(problem).values())
-
-
-def seed_vocabulary(config: LauncherConfig) -> str:
-    """A config as the seed writes it: ShapeQK, ShapePV, ShapeOut, subgroups, Stages, VTiles."""
-    knobs = " ".join(f"{k}={v}" for k, v in config.knobs)
-    return (f"{config.family}: ShapeQK{config.shape_qk} ShapePV{config.shape_pv} "
-            f"ShapeOut{config.shape_out} SG {config.subgroup_layout[0]}x"
-            f"{config.subgroup_layout[1]} Stages {config.stages} VTiles {config.vtiles}"
-            + (f" {knobs}" if knobs else ""))
 
 
 def _space_key(member: KernelFamily, problem: ProblemSpec, caps: DeviceCaps) -> tuple:

@@ -18,9 +18,8 @@ from rich.table import Table
 from xe2tune.cli._app import app, console, fail
 from xe2tune.cli._bench import parse_config, problem_from_options
 from xe2tune.cli._devices import DeviceOption, JsonOption
-from xe2tune.cli._dry_run import seed_vocabulary
+from xe2tune.cli._vocabulary import seed_vocabulary
 from xe2tune.errors import InvalidConfig, Xe2TuneError
-from xe2tune.harness import device_caps, resolve_device
 from xe2tune.kernels import (
     LaunchPlan,
     OclocReport,
@@ -108,6 +107,8 @@ def inspect(
     if target is not None:
         caps, where = catalog_device(target).caps, target
     else:
+        from xe2tune.harness import device_caps, resolve_device  # a live device: dpctl loads
+
         live = resolve_device(device)
         caps, where = device_caps(live), device or live.filter_string
     launcher = parse_config(config, family or family_for_mode(problem.mode).name) \

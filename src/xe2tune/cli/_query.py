@@ -6,17 +6,19 @@ its journal mode), and refuse an older schema with a one-line pointer to ``xe2tu
 
 from __future__ import annotations
 
+import sys
 from contextlib import closing
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from pydantic import ValidationError
 from rich.markup import escape
-from rich.table import Column, Table
 
 from xe2tune.cli._app import app, console, fail
 from xe2tune.cli._bench import MAX_EXTENT
+from xe2tune.cli._table import Column, print_table
+from xe2tune.cli._vocabulary import seed_vocabulary
 from xe2tune.db import (
     BestQuery,
     BestResult,
@@ -24,9 +26,10 @@ from xe2tune.db import (
     export_cpp,
     export_json,
     open_store,
+    results_csv,
 )
-from xe2tune.harness import TrialStatus
 from xe2tune.kernels import DTYPES, MODES
+from xe2tune.measurement import TrialStatus
 
 DbOption = Annotated[str | None, typer.Option(
     "--db", help="SQLAlchemy URL of the results database (default: XE2TUNE_DB, else "
@@ -36,6 +39,9 @@ DeviceOption = Annotated[str | None, typer.Option(
 RESULT_FORMATS = ("table", "csv", "json")
 EXPORT_FORMATS = ("json", "cpp")
 STATUSES = tuple(s.value for s in TrialStatus)
+RESULT_COLUMNS = (Column("trial", right=True), Column("problem"), Column("status"),
+                  Column("median ms", right=True), Column("TFLOP/s", right=True, drop=2),
+                  Column("roofline", right=True, drop=1))
 
 
 def _choice(name: str, value: str | None, accepted: tuple[str, ...]) -> None:
@@ -49,24 +55,13 @@ def _validation_message(exc: ValidationError) -> str:
     return f"{where}: {error['msg']}"
 
 
-def _config_line(config: dict[str, Any]) -> str:
-    shape = "x".join
-    knobs = ", ".join(f"{k}={v}" for k, v in sorted(config.get("knobs", {}).items()))
-    return (f"ShapeQK<{shape(map(str, config['shape_qk']))}> "
-            f"ShapePV<{shape(map(str, config['shape_pv']))}> "
-            f"ShapeOut<{shape(map(str, config['shape_out']))}> "
-            f"SubgroupLayout<{shape(map(str, config['subgroup_layout']))}> "
-            f"Stages={config['stages']} VTiles={config['vtiles']} "
-            f"SG={config['subgroup_size']}" + (f" {knobs}" if knobs else ""))
-
-
 def _print_best(best: BestResult) -> None:
     p = best.problem
     source = "exact match" if best.match == "exact" else "NEAREST tuned problem"
     console.print(f"[bold]{best.device}[/] · {best.family} · {source}: {p.mode} D={p.head_dim} "
                   f"{p.dtype} q_len={p.q_len} kv_len={p.kv_len} heads={p.heads_q}/{p.heads_kv} "
                   f"batch={p.batch} {'causal' if p.causal else 'non-causal'}", highlight=False)
-    console.print(_config_line(best.config), highlight=False)
+    console.print(seed_vocabulary(best.config), highlight=False)
     figures = [f"median {best.median_s * 1e3:.4g} ms"]
     if best.tflops is not None:
         figures.append(f"{best.tflops:.4g} TFLOP/s")
@@ -84,7 +79,7 @@ def _print_best(best: BestResult) -> None:
                    if seeded.median_s is not None and seeded.speedup is not None
                    else seeded.status.value)
         console.print(f"  vs {escape(seeded.label)} ({escape(seeded.family)}): {outcome}; "
-                      f"{_config_line(seeded.config)}", highlight=False)
+                      f"{seed_vocabulary(seeded.config)}", highlight=False)
 
 
 @app.command()
@@ -160,28 +155,30 @@ def results(
     except ValidationError as exc:
         raise fail(_validation_message(exc)) from exc
     with closing(open_store(db, read_only=True)) as store:
+        if fmt == "csv":  # streamed: bounded memory whatever the database size
+            for index, chunk in enumerate(store.results_frames(filters, limit=limit)):
+                sys.stdout.write(results_csv(chunk, header=index == 0))
+            return
         frame = store.results_frame(filters)
     if limit is not None:
         frame = frame.head(limit)
-    if fmt == "csv":
-        print(frame.drop(columns=["config"]).to_csv(index=False), end="")
-    elif fmt == "json":
+    if fmt == "json":
         print(frame.to_json(orient="records", date_format="iso", indent=2))
     else:
-        table = Table("trial", "problem", "config", Column("status", min_width=13),
-                      "median ms", "TFLOP/s", "roofline", title=f"{len(frame)} results",
-                      title_justify="left")
+        rows, configs = [], []
         for row in frame.itertuples(index=False):
-            table.add_row(
+            rows.append((
                 str(row.trial_id),
                 f"{row.mode} D{row.head_dim} {row.dtype} {row.q_len}/{row.kv_len} "
                 f"h{row.heads_q}/{row.heads_kv} b{row.batch}{' causal' if row.causal else ''}",
-                f"{row.family} {row.shape_qk} {row.shape_pv} s{row.stages}"
-                + (f" ({escape(row.baseline)})" if isinstance(row.baseline, str) else ""),
                 row.status, _number(row.median_s, 1e3), _number(row.tflops, 1.0),
                 _number(row.roofline_fraction, 100.0, "%"),
-            )
-        console.print(table)
+            ))
+            configs.append(seed_vocabulary(row.config)
+                           + (f" (baseline {row.baseline})" if isinstance(row.baseline, str)
+                              else ""))
+        print_table(console, f"{len(frame)} results", RESULT_COLUMNS, rows, configs,
+                    more="--format json")
 
 
 def _number(value: float | None, scale: float, unit: str = "") -> str:

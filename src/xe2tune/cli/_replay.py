@@ -5,28 +5,20 @@ from __future__ import annotations
 import json
 import math
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-import optuna
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeRemainingColumn
+from rich.progress import MofNCompleteColumn, Progress
 from rich.table import Table
 
 from xe2tune import config
 from xe2tune.cli._app import app, console, fail
 from xe2tune.errors import Xe2TuneError
-from xe2tune.tuner import (
-    DEFAULT_SAMPLER,
-    FRACTIONS,
-    SAMPLER_NAMES,
-    Recording,
-    StrategyReport,
-    load_recording,
-    random_baseline,
-    report_points,
-    score_run,
-)
-from xe2tune.tuner import replay as replay_seed
+
+if TYPE_CHECKING:
+    from xe2tune.tuner import Recording, StrategyReport
+
+SAMPLER_HELP = "search strategy (default: gp-portfolio; a wrong name lists them all)"
 
 
 @app.command()
@@ -34,11 +26,10 @@ def replay(
     space: Annotated[
         Path, typer.Option("--space", help="Kernel Tuner cache (.json, .json.gz) or T4 file")
     ],
-    sampler: Annotated[str, typer.Option(help=f"one of {', '.join(SAMPLER_NAMES)}")] = (
-        DEFAULT_SAMPLER
-    ),
+    # the names live in the tuner, which loads only when a command runs (not for --help)
+    sampler: Annotated[str | None, typer.Option(help=SAMPLER_HELP)] = None,
     budget: Annotated[
-        int | None, typer.Option(min=1, help="trials per run [default: methodology budget]")
+        int | None, typer.Option(min=1, help="trials per run [default: the trial-count budget]")
     ] = None,
     seeds: Annotated[int, typer.Option(min=1, help="runs, with seeds 0..K-1")] = 10,
     noise: Annotated[
@@ -47,6 +38,11 @@ def replay(
     as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
 ) -> None:
     """Replay a sampler on a recorded space: best vs optimum, trials to 90/95/99 %, score."""
+    import optuna
+
+    from xe2tune.tuner import DEFAULT_SAMPLER, SAMPLER_NAMES, load_recording
+
+    sampler = sampler or DEFAULT_SAMPLER
     if sampler not in SAMPLER_NAMES:
         raise fail(f"unknown sampler {sampler!r}; choose one of {', '.join(SAMPLER_NAMES)}")
     try:
@@ -67,29 +63,25 @@ def replay(
 
 def _evaluate(recording: Recording, sampler: str, budget: int | None, seeds: int, *,
               noise: bool, quiet: bool) -> StrategyReport:
-    """``tuner.evaluate`` with a progress bar over every trial of every seed.
+    """``tuner.evaluate`` with a live count of the trials replayed.
 
     Model-based samplers slow down as their trials accumulate, so a replay of a whole space
-    can take hours; the bar shows how far it is and how long it should still take.
+    can take hours; runs last until both scores' budgets are spent, so the total is not known
+    up front.
     """
-    baseline = random_baseline(recording.times, budget)
-    budget = baseline.budget if budget is None else budget
-    columns = (*Progress.get_default_columns()[:1], BarColumn(), MofNCompleteColumn(),
-               TimeRemainingColumn())
+    from xe2tune.tuner import evaluate
+
+    columns = (*Progress.get_default_columns()[:1], MofNCompleteColumn())
     with Progress(*columns, console=console, transient=True, disable=quiet) as bar:
-        task = bar.add_task(f"replaying {sampler}, {seeds} seeds x {budget} trials",
-                            total=seeds * budget)
-        results = []
-        for seed in range(seeds):
-            run = replay_seed(recording, sampler, budget=budget, seed=seed, noise=noise,
-                              progress=lambda: bar.advance(task))
-            results.append(score_run(seed, run.means, run.indices, baseline, budget))
-    return StrategyReport(strategy=sampler, budget=budget, baseline=baseline,
-                          seeds=tuple(results))
+        task = bar.add_task(f"replaying {sampler}, {seeds} seeds", total=None)
+        return evaluate(recording, sampler, budget=budget, seeds=range(seeds), noise=noise,
+                        progress=lambda: bar.advance(task))
 
 
 def report_dict(recording: Recording, report: StrategyReport, noise: bool) -> dict[str, Any]:
     """The replay report as plain data (what ``--json`` prints)."""
+    from xe2tune.tuner import FRACTIONS, report_points
+
     base = report.baseline
     points = report_points(report.budget)
     keys = [f"{f:.2f}" for f in FRACTIONS]
@@ -97,16 +89,22 @@ def report_dict(recording: Recording, report: StrategyReport, noise: bool) -> di
     runs = [
         {
             "seed": s.seed,
-            "score": s.score,
+            "trial_count_score": s.score,
             "best_time": float(s.best_so_far[-1]),
             "best_config": None if s.best_index is None else space.config(s.best_index),
             "best_at": [float(s.best_so_far[p - 1]) for p in points],
             "trials_to": dict(zip(keys, s.trials_to, strict=True)),
+            "simulated_seconds": None if s.trace is None else float(s.trace.elapsed[-1]),
         }
         for s in report.seeds
     ]
-    scores = [r["score"] for r in runs]
     median_to = [report.median_trials_to(f) for f in FRACTIONS]
+    try:
+        scored, note = report.methodology(), None
+    except ValueError as exc:
+        scored, note = None, str(exc)
+    if scored is None and note is None:
+        note = "the file records no compile, run or framework times"
     return {
         "space": recording.source,
         "kernel": recording.kernel_name,
@@ -115,7 +113,9 @@ def report_dict(recording: Recording, report: StrategyReport, noise: bool) -> di
         "failed": int(recording.failed.sum()),
         "optimum": base.optimum,
         "median": base.median,
-        "methodology_budget": base.budget,
+        "trial_budget": base.budget,
+        "methodology_seconds": None if report.time is None else [
+            float(report.time.time_range[0]), float(report.time.time_range[-1])],
         "sampler": report.strategy,
         "budget": report.budget,
         "noise": noise,
@@ -123,10 +123,11 @@ def report_dict(recording: Recording, report: StrategyReport, noise: bool) -> di
         "random_expected_best": [float(base.expected_best[p - 1]) for p in points],
         "runs": runs,
         "aggregate": {
-            "score_mean": report.mean_score,
-            "score_std": float(
-                math.sqrt(sum((s - report.mean_score) ** 2 for s in scores) / len(scores))
-            ),
+            "methodology_score": None if scored is None else scored[0],
+            "methodology_error": None if scored is None else scored[1],
+            "methodology_note": note,
+            "trial_count_score": report.mean_score,
+            "trial_count_error": _finite(report.score_error),
             "best_at_mean": [float(v) for v in report.mean_best_at(points)],
             "trials_to_median": {
                 k: None if math.isinf(v) else v for k, v in zip(keys, median_to, strict=True)
@@ -135,13 +136,19 @@ def report_dict(recording: Recording, report: StrategyReport, noise: bool) -> di
     }
 
 
+def _finite(value: float) -> float | None:
+    return value if math.isfinite(value) else None
+
+
 def _print(data: dict[str, Any]) -> None:
     opt = data["optimum"]
+    seconds = data["methodology_seconds"]
     console.print(
         f"{data['kernel']} on {data['device']}: {data['configs']} valid configs "
-        f"({data['failed']} failed), optimum {opt:.4g} ms, methodology budget "
-        f"{data['methodology_budget']}; sampler [bold]{data['sampler']}[/], budget "
-        f"{data['budget']}" + (", noisy answers" if data["noise"] else "")
+        f"({data['failed']} failed), optimum {opt:.4g} ms, trial budget {data['trial_budget']}"
+        + (f", methodology time range {seconds[0]:.4g}..{seconds[1]:.4g} s" if seconds else "")
+        + f"; sampler [bold]{data['sampler']}[/], budget {data['budget']} trials"
+        + (", noisy answers" if data["noise"] else "")
     )
     points = Table(title="best found, as % of optimum performance, after t trials")
     for column in ("t", "random search (expected)", f"{data['sampler']} (mean over seeds)"):
@@ -155,28 +162,44 @@ def _print(data: dict[str, Any]) -> None:
     for t, rand, ours in rows:
         points.add_row(str(t), f"{100 * opt / rand:.1f} %", f"{100 * opt / ours:.1f} %")
     console.print(points)
-    runs = Table(title="per seed (last row: mean score, median trials)")
-    for column in ("seed", "score", "best (ms)", "to 90 %", "to 95 %", "to 99 %"):
+    runs = Table(title="per seed (last row: mean and standard error, median trials)")
+    for column in ("seed", "trial-count score", "best (ms)", "to 90 %", "to 95 %", "to 99 %"):
         runs.add_column(column, justify="right")
     for r in data["runs"]:
         runs.add_row(
             str(r["seed"]),
-            f"{r['score']:.3f}",
+            f"{r['trial_count_score']:.3f}",
             f"{r['best_time']:.4g}",
             *(_trials(v) for v in r["trials_to"].values()),
         )
     agg = data["aggregate"]
     runs.add_row(
         "all",
-        f"{agg['score_mean']:.3f} ± {agg['score_std']:.3f}",
+        f"{agg['trial_count_score']:.3f} ± {_error(agg['trial_count_error'])}",
         "",
         *(_trials(v) for v in agg["trials_to_median"].values()),
         style="bold",
     )
     console.print(runs)
+    if agg["methodology_score"] is None:
+        console.print(f"methodology score: n/a ({agg['methodology_note']})")
+    else:
+        console.print(
+            f"[bold]methodology score[/] (simulated tuning time, runs pooled): "
+            f"{agg['methodology_score']:.3f} ± {_error(agg['methodology_error'])}"
+        )
     console.print(
-        "score: 0 = as good as random search, 1 = optimum found from the first scored trial on"
+        f"[bold]trial-count score[/]: {agg['trial_count_score']:.3f} ± "
+        f"{_error(agg['trial_count_error'])}"
     )
+    console.print(
+        "scores: 0 = as good as random search, 1 = optimum found from the first scored point on; "
+        "± = standard error over seeds"
+    )
+
+
+def _error(value: float | None) -> str:
+    return "n/a" if value is None or not math.isfinite(value) else f"{value:.3f}"
 
 
 def _trials(value: float | None) -> str:

@@ -6,7 +6,7 @@ import json
 import signal
 import time
 from contextlib import nullcontext
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.live import Live
@@ -15,23 +15,14 @@ from rich.table import Table
 from xe2tune.cli._app import app, console, err_console, fail
 from xe2tune.cli._bench import MAX_EXTENT
 from xe2tune.cli._devices import DeviceOption, JsonOption
-from xe2tune.cli._dry_run import print_dry_run
-from xe2tune.cli._session import open_runner, open_session
-from xe2tune.db import open_store
+from xe2tune.cli._replay import SAMPLER_HELP
+from xe2tune.cli._table import Column, print_table
+from xe2tune.cli._vocabulary import seed_vocabulary
 from xe2tune.errors import InvalidProblem
-from xe2tune.harness import BenchSettings, device_caps, resolve_device
 from xe2tune.kernels import catalog_device
-from xe2tune.tuner import (
-    DEFAULT_SAMPLER,
-    SAMPLER_NAMES,
-    ConfirmSettings,
-    ProblemOverrides,
-    SearchPlan,
-    StudyProgress,
-    TuneBudget,
-    default_problems,
-    run_search,
-)
+
+if TYPE_CHECKING:
+    from xe2tune.tuner import StudyProgress, TuneBudget
 
 # Budgets that keep the default command under 10 minutes on the 2-core CPU device.
 CPU_TRIALS, CPU_TIMEOUT_S, CPU_BENCH_BUDGET_S = 14, 480.0, 0.5
@@ -55,15 +46,69 @@ def _fmt_ms(seconds: float | None) -> str:
     return f"{seconds * 1e3:.4g} ms" if seconds is not None else "-"
 
 
+def _clock(seconds: float) -> str:
+    """Seconds as h:mm:ss or m:ss."""
+    minutes, secs = divmod(round(seconds), 60)
+    hours, minutes = divmod(minutes, 60)
+    return f"{hours}:{minutes:02d}:{secs:02d}" if hours else f"{minutes}:{secs:02d}"
+
+
+class RunClock:
+    """Elapsed time and the estimated time left of the whole run (every study, not one).
+
+    The estimate is the run's own pace (wall seconds per finished trial so far, confirmation
+    rounds and study setup included) times the trials still due: the rest of this study's
+    budget (or of its space, when smaller; the trial in flight included) and the full budget of
+    every study not started yet; a run with ``--timeout`` ends by then at the latest. Until a
+    study has been confirmed the pace does not contain a confirmation round yet.
+    """
+
+    def __init__(self, studies: int, budget: TuneBudget) -> None:
+        self.studies, self.budget = studies, budget
+        self.started = time.perf_counter()
+        self.finished = 0  # studies done or skipped
+        self.finished_trials = 0
+
+    def study_ended(self, p: StudyProgress) -> None:
+        self.finished += 1
+        self.finished_trials += p.trial_index
+
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.started
+
+    def remaining(self, p: StudyProgress) -> float | None:
+        """Estimated seconds left (None before the first trial gives a pace)."""
+        done_here = p.trial_index - (1 if p.phase == "measuring" else 0)
+        trials = self.finished_trials + done_here
+        if trials == 0:
+            return None
+        budget_here = min(p.trials_budget, p.space_size or p.trials_budget)
+        searching = p.phase in ("starting", "measuring", "measured")
+        due_here = max(budget_here - done_here, 0) if searching else 0
+        due_later = self.budget.trials * max(self.studies - self.finished - 1, 0)
+        left = self.elapsed() / trials * (due_here + due_later)
+        if self.budget.timeout_s is not None:
+            left = min(left, max(self.budget.timeout_s - self.elapsed(), 0.0))
+        return left
+
+    def line(self, p: StudyProgress) -> str:
+        left = self.remaining(p)
+        return (f"study {min(self.finished + 1, self.studies)} of {self.studies}, "
+                f"{_clock(self.elapsed())} elapsed, "
+                + ("time left not known yet" if left is None else f"about {_clock(left)} left"))
+
+
 class ProgressView:
     """Live rich view of the current study plus a line per finished one."""
 
-    def __init__(self, quiet: bool) -> None:
+    def __init__(self, quiet: bool, clock: RunClock) -> None:
         self.quiet = quiet
         self.live: Live | None = None
-        self.started = time.perf_counter()
+        self.clock = clock
 
     def __call__(self, p: StudyProgress) -> None:
+        if p.phase in ("done", "skipped"):
+            self.clock.study_ended(p)
         if self.quiet or self.live is None:
             return
         pr = p.problem
@@ -84,19 +129,16 @@ class ProgressView:
         pr = p.problem
         t = Table(title=f"{pr.mode} D={pr.head_dim} {pr.dtype} q={pr.q_len} kv={pr.kv_len} "
                   f"heads {pr.heads_q}/{pr.heads_kv} causal={pr.causal}", show_header=False)
-        elapsed = time.perf_counter() - p.started
-        per_trial = elapsed / p.trial_index if p.trial_index else 0.0
-        eta = per_trial * (p.trials_budget - p.trial_index)
         best = p.best
-        t.add_row("trial", f"{p.trial_index} of {p.trials_budget} ({p.phase})")
+        t.add_row("run", self.clock.line(p))
+        t.add_row("this study", f"trial {p.trial_index} of {p.trials_budget} ({p.phase}), "
+                  f"{_clock(time.perf_counter() - p.started)} elapsed")
         t.add_row("space", f"{p.space_size} valid of {p.cartesian_size} combinations")
-        t.add_row("config", json.dumps(p.config) if p.config else "-")
+        t.add_row("config", seed_vocabulary(p.config) if p.config else "-")
         t.add_row("best", "-" if best is None else
                   f"{_fmt_ms(best.median_s)}, {best.tflops or 0:.4g} TFLOP/s, roofline "
                   f"{(best.roofline_fraction or 0):.1%}")
         t.add_row("measured / reused / failed", f"{p.measured} / {p.reused} / {p.failed}")
-        t.add_row("elapsed / ETA", f"{elapsed:.0f} s / {eta:.0f} s "
-                  f"(total {time.perf_counter() - self.started:.0f} s)")
         return t
 
     @staticmethod
@@ -117,7 +159,7 @@ def _final_rows(progresses: list[StudyProgress]) -> list[dict]:
                    if best and default and best.median_s and default.median_s else None)
         rows.append({
             "problem": p.problem.to_dict(),
-            "best_config": best.config if best else None,
+            "best_config": best.config.to_dict() if best else None,
             "best_median_s": best.median_s if best else None,
             "tflops": best.tflops if best else None,
             "roofline_fraction": best.roofline_fraction if best else None,
@@ -134,23 +176,35 @@ def _final_rows(progresses: list[StudyProgress]) -> list[dict]:
     return rows
 
 
+# Narrow terminals lose the trial counts first, then the default's time, then TFLOP/s; the
+# best time, roofline fraction and speedup over the default always stay.
+FINAL_COLUMNS = (Column("problem"), Column("best", right=True),
+                 Column("TFLOP/s", right=True, drop=1), Column("roofline", right=True),
+                 Column("default", right=True, drop=2), Column("speedup", right=True),
+                 Column("trials", right=True, drop=3))
+
+
 def _print_final(rows: list[dict]) -> None:
-    t = Table(title="best config per problem")
-    for col in ("mode", "seq", "causal", "dtype", "best", "TFLOP/s", "roofline", "default",
-                "speedup", "BQ,BK,BD / BV / stages / sg", "trials"):
-        t.add_column(col)
+    cells, configs = [], []
     for r in rows:
         pr, c = r["problem"], r["best_config"]
-        shape = (f"{c['shape_qk']} / {c['shape_pv'][1]} / {c['stages']} / {c['subgroup_size']}"
-                 if c else "-")
-        t.add_row(
-            pr["mode"], str(pr["kv_len"]), str(pr["causal"]), pr["dtype"],
-            _fmt_ms(r["best_median_s"]), f"{r['tflops'] or 0:.4g}",
-            f"{(r['roofline_fraction'] or 0):.1%}", _fmt_ms(r["default_median_s"]),
+        cells.append((
+            f"{pr['mode']} {pr['kv_len']}{' causal' if pr['causal'] else ''} {pr['dtype']}",
+            _fmt_ms(r["best_median_s"]),
+            f"{r['tflops']:.4g}" if r["tflops"] is not None else "-",
+            f"{r['roofline_fraction']:.1%}" if r["roofline_fraction"] is not None else "-",
+            _fmt_ms(r["default_median_s"]),
             f"{r['speedup_vs_default']:.2f}x" if r["speedup_vs_default"] else "-",
-            shape, f"{r['measured']} new, {r['reused']} reused",
-        )
-    console.print(t)
+            f"{r['trials']} ({r['measured']} new)",
+        ))
+        rounds = r["confirmed_rounds"]
+        confirmed = (f"confirmed in {rounds} round{'s' if rounds != 1 else ''}" if rounds
+                     else "not confirmed")
+        if r["skipped"]:
+            configs.append(f"skipped: {r['skipped']}")
+        else:
+            configs.append(f"{seed_vocabulary(c)}; {confirmed}" if c else None)
+    print_table(console, "best config per problem", FINAL_COLUMNS, cells, configs)
 
 
 @app.command()
@@ -164,7 +218,7 @@ def search(
     heads_q: Annotated[int | None, typer.Option("--heads-q", min=1, max=MAX_EXTENT)] = None,
     heads_kv: Annotated[int | None, typer.Option("--heads-kv", min=1, max=MAX_EXTENT)] = None,
     batch: Annotated[int | None, typer.Option(min=1, max=MAX_EXTENT)] = None,
-    sampler: Annotated[str, typer.Option(help="search strategy")] = DEFAULT_SAMPLER,
+    sampler: Annotated[str | None, typer.Option(help=SAMPLER_HELP)] = None,
     trials: Annotated[int | None, typer.Option(help="trials per problem in this run")] = None,
     timeout: Annotated[float | None, typer.Option(help="overall seconds")] = None,
     patience: Annotated[int | None, typer.Option(help="stop a study after K trials "
@@ -189,6 +243,23 @@ def search(
                       ] = 2,
 ) -> None:
     """Search launcher configs for every problem of a head dim and store the best ones."""
+    # the device side and the tuner load here, not when the CLI starts
+    from xe2tune.cli._dry_run import print_dry_run
+    from xe2tune.cli._session import open_runner, open_session
+    from xe2tune.db import open_store
+    from xe2tune.harness import BenchSettings, device_caps, resolve_device
+    from xe2tune.tuner import (
+        DEFAULT_SAMPLER,
+        SAMPLER_NAMES,
+        ConfirmSettings,
+        ProblemOverrides,
+        SearchPlan,
+        TuneBudget,
+        default_problems,
+        run_search,
+    )
+
+    sampler = sampler or DEFAULT_SAMPLER
     if sampler not in SAMPLER_NAMES:
         raise fail(f"unknown sampler {sampler!r}; choose one of {', '.join(SAMPLER_NAMES)}")
     if target is not None and not dry_run:
@@ -241,7 +312,7 @@ def search(
             raise KeyboardInterrupt
 
     previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
-    view = ProgressView(quiet)
+    view = ProgressView(quiet, RunClock(len(problems), budget))
     started = time.perf_counter()
     try:
         live = None if quiet else Live(console=console, transient=True, refresh_per_second=4)

@@ -34,6 +34,11 @@ def serve(
     allowed_host: Annotated[list[str] | None, typer.Option(
         "--allowed-host", help="A host name clients reach the server by, besides loopback and "
                                "--host (repeatable; also XE2TUNE_ALLOWED_HOSTS).")] = None,
+    grpc_port: Annotated[int | None, typer.Option(
+        "--grpc-port", min=1, max=65535,
+        help="Also serve the database's optuna studies through optuna's gRPC storage proxy on "
+             "--host:PORT, for campaign workers without database access (no authentication: "
+             "a trusted network only; needs the grpc extra).")] = None,
 ) -> None:
     """Serve the REST API (/v1, OpenAPI at /docs) and the dashboard (/) on uvicorn.
 
@@ -50,6 +55,8 @@ def serve(
     # fail with one line here, not with a traceback from the lifespan
     with closing(open_store(db)) as store:
         url = store.url
+        if grpc_port is not None:
+            _start_grpc_proxy(store.optuna_storage_url(), host, grpc_port)
     if db is not None:
         config.set_database_url(db)  # worker processes read it from the environment
     names = [*config.allowed_hosts(), *(allowed_host or [])]
@@ -67,8 +74,28 @@ def serve(
     uvicorn.run("xe2tune.api.main:create_asgi_app", factory=True, host=host, port=port,
                 workers=workers, access_log=access_log, log_level="info", proxy_headers=False,
                 timeout_graceful_shutdown=5,
-                # a worker imports the SYCL runtime and pandas first: give it time to answer
+                # a worker imports FastAPI, SQLAlchemy and pandas (no device runtime) and opens
+                # the database before it answers: on a loaded host that can take a while
                 timeout_worker_healthcheck=120)
+
+
+def _start_grpc_proxy(storage_url: str, host: str, port: int) -> None:
+    """optuna's gRPC storage proxy for the database, on a thread of this process."""
+    import threading
+
+    import optuna
+
+    try:
+        from optuna.storages import run_grpc_proxy_server
+        storage = optuna.storages.get_storage(storage_url)
+        import grpc  # noqa: F401  (optuna imports it only when the server starts)
+    except ImportError as exc:
+        raise fail(f"--grpc-port needs grpcio and protobuf ({exc.name} is missing); install "
+                   "them with pip install 'xe2tune[grpc]'") from None
+    threading.Thread(target=run_grpc_proxy_server, args=(storage,),
+                     kwargs={"host": host, "port": port}, name="xe2tune-grpc-proxy",
+                     daemon=True).start()
+    console.print(f"optuna gRPC storage proxy on {host}:{port}", highlight=False)
 
 
 @app.command()

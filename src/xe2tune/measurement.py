@@ -1,4 +1,9 @@
-"""What one measurement of one config produces: timing statistics, roofline figures, checks."""
+"""What one measurement of one config produces: timing statistics, roofline figures, checks.
+
+These records cross folders (kernels check outputs, the harness measures, the tuner scores, the
+database stores, the API serves), so they live here, importable by every side without the device
+runtime; ``xe2tune.harness`` re-exports them.
+"""
 
 from __future__ import annotations
 
@@ -6,9 +11,14 @@ import enum
 import math
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
+
+if TYPE_CHECKING:
+    # Only a type here: kernels imports this module (its output check makes CorrectnessReport),
+    # so a result is given its config by whoever made or received it (see ``from_dict``).
+    from xe2tune.kernels import LauncherConfig
 
 T = TypeVar("T")
 
@@ -132,11 +142,15 @@ class TrialStatus(str, enum.Enum):
 
 @dataclass(frozen=True)
 class TrialResult:
-    """One config measured (or failed) on one problem: what the harness hands to the store."""
+    """One config measured (or failed) on one problem: what the harness hands to the store.
+
+    ``config`` is the value the tuner asked for, kept as it is from the tuner to the database;
+    the JSON form is made once, where a result leaves the process (:meth:`to_dict`) or is
+    stored.
+    """
 
     status: TrialStatus
-    config: dict[str, Any]
-    config_hash: str
+    config: LauncherConfig
     build_s: float = 0.0
     verify_s: float = 0.0
     bench_s: float = 0.0
@@ -147,35 +161,47 @@ class TrialResult:
     extra: dict[str, Any] = field(default_factory=dict)
 
     @property
+    def config_hash(self) -> str:
+        """The config's cache key (``LauncherConfig.config_hash``)."""
+        return self.config.config_hash()
+
+    @property
     def objective(self) -> float:
         """Median seconds for OK trials, +inf otherwise (resource failures score as inf)."""
         return self.timing.median if self.status is TrialStatus.OK and self.timing else math.inf
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON form (samples included)."""
-        out = asdict(self)
-        out["status"] = self.status.value
+        """JSON form (samples included; the config in its JSON form, with its hash)."""
+        out: dict[str, Any] = {"status": self.status.value, "config": self.config.to_dict(),
+                               "config_hash": self.config_hash}
+        out.update((f.name, getattr(self, f.name)) for f in fields(self) if f.name not in out)
+        out["extra"] = dict(self.extra)
         if self.timing is not None:
-            out["timing"].update(self.timing.summary())
+            out["timing"] = {**asdict(self.timing), **self.timing.summary()}
         if self.correctness is not None:
-            out["correctness"]["passed"] = self.correctness.passed
+            out["correctness"] = {**asdict(self.correctness), "passed": self.correctness.passed}
         if self.roofline is not None:
-            out["roofline"]["tflops"] = self.roofline.tflops
-            out["roofline"]["gbps"] = self.roofline.gbps
+            out["roofline"] = {**asdict(self.roofline), "tflops": self.roofline.tflops,
+                               "gbps": self.roofline.gbps}
         return out
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> TrialResult:
-        """Inverse of :meth:`to_dict` (the derived statistics it adds are recomputed, not read).
+    def from_dict(cls, data: dict[str, Any], config: LauncherConfig) -> TrialResult:
+        """Inverse of :meth:`to_dict` for the measurement of ``config``, which the receiver
+        already holds (it asked for it): the JSON config is not parsed again, only its hash is
+        checked. The derived statistics :meth:`to_dict` adds are recomputed, not read.
 
         Raises:
-            ValueError: for an unknown status; KeyError/TypeError for missing or unknown fields.
+            ValueError: for an unknown status, or a result of another config than ``config``;
+                KeyError/TypeError for missing or unknown fields.
         """
+        if data["config_hash"] != config.config_hash():
+            raise ValueError(f"a result of config {data['config_hash']!r} was read as one of "
+                             f"{config.config_hash()!r}")
         timing, correctness, roofline = (data.get(k) for k in ("timing", "correctness",
                                                                "roofline"))
         return cls(
-            status=TrialStatus(data["status"]), config=data["config"],
-            config_hash=data["config_hash"], build_s=data["build_s"],
+            status=TrialStatus(data["status"]), config=config, build_s=data["build_s"],
             verify_s=data["verify_s"], bench_s=data["bench_s"],
             timing=None if timing is None else TimingStats(
                 samples=tuple(timing["samples"]), warmup=timing["warmup"],
@@ -186,6 +212,15 @@ class TrialResult:
             roofline=None if roofline is None else _fields_of(RooflineFigures, roofline),
             error=data["error"], extra=dict(data["extra"]),
         )
+
+
+# The stored and served field names of each group, declared once by the dataclasses above: the
+# database columns, its records and the API's payloads follow these (tests check they agree).
+TIMING_FIELDS: tuple[str, ...] = ("median_s", "mean_s", "min_s", "max_s", "p10_s", "p90_s",
+                                  "cv", "warmup", "iterations", "n_buf", "host_overhead_s")
+"""The keys of :meth:`TimingStats.summary`."""
+ROOFLINE_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(RooflineFigures))
+CORRECTNESS_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(CorrectnessReport))
 
 
 def _fields_of(cls: type[T], data: dict[str, Any]) -> T:

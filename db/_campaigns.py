@@ -1,0 +1,410 @@
+"""Campaigns in the results database: register one, link device studies, hand out budget slots,
+and read a campaign's progress per study and per worker.
+
+Slots and workers are coordination, written with Core statements (no ``data_version`` bump, as
+leases and reservations); a campaign and its problems are data. Claiming a slot locks its
+campaign study's row (``SELECT ... FOR UPDATE`` on PostgreSQL; SQLite's write transactions are
+serialized already), so two workers never take one slot and a budget is never overspent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import delete, func, insert, inspect, select, update
+from sqlalchemy.exc import IntegrityError
+
+from xe2tune.db._campaign_models import (
+    Campaign,
+    CampaignProblem,
+    CampaignSlot,
+    CampaignStudy,
+    CampaignWorker,
+)
+from xe2tune.db._convert import aware, problem_spec
+from xe2tune.db._models import Device, Lease, Problem, utcnow
+from xe2tune.db._reads import studies
+from xe2tune.db._records import StudyRecord
+from xe2tune.db._writes import upsert_problem
+from xe2tune.errors import StoreError
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from sqlalchemy.orm import Session
+
+    from xe2tune.db._sql_store import SqlResultStore
+    from xe2tune.kernels import ProblemSpec
+
+
+@dataclass(frozen=True)
+class CampaignRecord:
+    """A campaign: its problems, in order, and the budget of each of their studies."""
+
+    id: int
+    name: str
+    sampler: str
+    trials: int
+    patience: int | None
+    confirm_rounds: int
+    created_at: datetime
+    problems: tuple[ProblemSpec, ...]
+
+
+@dataclass(frozen=True)
+class CampaignStudyStatus:
+    """One device's study of a campaign problem: trial slots done and running, the budget,
+    why it closed early (None: it runs to its budget) and whether its confirmation ran."""
+
+    id: int
+    study: StudyRecord
+    done: int
+    running: int
+    budget: int
+    closed: str | None
+    confirmed: bool
+
+    @property
+    def finished(self) -> bool:
+        """Nothing left to run: the budget (or an early close) and the confirmation are done."""
+        return (self.closed is not None or self.done >= self.budget) and self.confirmed
+
+
+@dataclass(frozen=True)
+class CampaignWorkerStatus:
+    """A worker that joined the campaign; alive while its lease is."""
+
+    owner: str
+    host: str
+    pid: int
+    device: str
+    driver: str
+    compute_units: int
+    started_at: datetime
+    finished_at: datetime | None
+    last_heartbeat: datetime | None
+    alive: bool
+    trials_done: int
+
+
+@dataclass(frozen=True)
+class CampaignStatus:
+    """A campaign's progress: every study of every device it runs on, and its workers (those
+    on the database and those behind the gRPC proxy alike); ``remote_studies`` are the studies
+    gRPC workers run (RemoteStudyStatus of db/_campaign_remote.py)."""
+
+    campaign: CampaignRecord
+    studies: tuple[CampaignStudyStatus, ...]
+    workers: tuple[CampaignWorkerStatus, ...]
+    remote_studies: tuple[Any, ...] = ()
+
+
+# -- repository functions: each takes a Session inside a transaction and never commits --------
+
+
+def create_campaign(session: Session, *, name: str, sampler: str, trials: int,
+                    patience: int | None, confirm_rounds: int,
+                    problems: Sequence[ProblemSpec]) -> int:
+    """Register a campaign and its problems; return its id.
+
+    Raises:
+        StoreError: the name is taken.
+    """
+    taken = session.scalar(select(Campaign.id).where(Campaign.name == name))
+    if taken is not None:
+        raise StoreError(f"campaign name {name!r} is taken (campaign {taken}); accepted: a new "
+                         f"name, or `xe2tune worker --campaign {taken}` to run that one")
+    row = Campaign(name=name, sampler=sampler, trials=trials, patience=patience,
+                   confirm_rounds=confirm_rounds)
+    session.add(row)
+    session.flush()
+    for position, problem in enumerate(dict.fromkeys(problems)):
+        session.add(CampaignProblem(campaign_id=row.id, position=position,
+                                    problem_id=upsert_problem(session, problem)))
+    return row.id
+
+
+def campaigns(session: Session, campaign_id: int | None = None) -> list[CampaignRecord]:
+    """Every campaign (or the one with this id), oldest first."""
+    stmt = select(Campaign).order_by(Campaign.id)
+    if campaign_id is not None:
+        stmt = stmt.where(Campaign.id == campaign_id)
+    found = list(session.scalars(stmt))
+    problems: dict[int, list[ProblemSpec]] = {c.id: [] for c in found}
+    rows = session.execute(
+        select(CampaignProblem.campaign_id, Problem)
+        .join(Problem, Problem.id == CampaignProblem.problem_id)
+        .where(CampaignProblem.campaign_id.in_(list(problems)))
+        .order_by(CampaignProblem.campaign_id, CampaignProblem.position))
+    for campaign_id_, problem in rows:
+        problems[campaign_id_].append(problem_spec(problem))
+    return [CampaignRecord(id=c.id, name=c.name, sampler=c.sampler, trials=c.trials,
+                           patience=c.patience, confirm_rounds=c.confirm_rounds,
+                           created_at=aware(c.created_at), problems=tuple(problems[c.id]))
+            for c in found]
+
+
+def link_study(session: Session, campaign_id: int, study_id: int) -> int:
+    """The campaign study of ``study_id``, created by the first worker on its device."""
+    found = session.scalar(select(CampaignStudy.id).where(
+        CampaignStudy.campaign_id == campaign_id, CampaignStudy.study_id == study_id))
+    if found is not None:
+        return found
+    return session.execute(insert(CampaignStudy).values(
+        campaign_id=campaign_id, study_id=study_id, created_at=utcnow())
+        .returning(CampaignStudy.id)).scalar_one()
+
+
+def join_campaign(session: Session, campaign_id: int, *, owner: str, device_id: int,
+                  host: str, pid: int) -> None:
+    """Record a worker (its lease's owner id) as one of the campaign's."""
+    session.execute(insert(CampaignWorker).values(
+        owner=owner, campaign_id=campaign_id, device_id=device_id, host=host, pid=pid,
+        started_at=utcnow()))
+
+
+def leave_campaign(session: Session, owner: str) -> None:
+    """Mark the worker finished."""
+    session.execute(update(CampaignWorker).where(CampaignWorker.owner == owner)
+                    .values(finished_at=utcnow()))
+
+
+def _seen(session: Session, owner: str, now: datetime) -> None:
+    session.execute(update(CampaignWorker).where(CampaignWorker.owner == owner)
+                    .values(seen_at=now))
+
+
+def claim_slot(session: Session, campaign_study_id: int, budget: int, owner: str, *,
+               confirmation: bool = False) -> int | None:
+    """Take the lowest trial slot (0 .. budget - 1) nobody holds nor finished, or with
+    ``confirmation`` the confirmation slot (``budget``) once every trial slot is done or the
+    study closed early; None when there is none to take.
+
+    A slot held by a worker whose lease is gone or expired is free again.
+    """
+    closed = session.scalar(select(CampaignStudy.closed)
+                            .where(CampaignStudy.id == campaign_study_id).with_for_update())
+    if confirmation:
+        done = session.scalar(select(func.count()).where(
+            CampaignSlot.campaign_study_id == campaign_study_id, CampaignSlot.slot < budget,
+            CampaignSlot.done.is_(True)))
+        if closed is None and done < budget:
+            return None
+        slots = range(budget, budget + 1)
+    elif closed is not None:
+        return None
+    else:
+        slots = range(budget)
+    now = utcnow()
+    rows = session.execute(
+        select(CampaignSlot.slot, CampaignSlot.done, Lease.expires_at)
+        .outerjoin(Lease, Lease.owner == CampaignSlot.owner)
+        .where(CampaignSlot.campaign_study_id == campaign_study_id,
+               CampaignSlot.slot.in_(list(slots)))).all()
+    _seen(session, owner, now)
+    taken = {slot for slot, done, expires in rows if done or (expires is not None and
+                                                              expires > now)}
+    free = next((slot for slot in slots if slot not in taken), None)
+    if free is None:
+        return None
+    values = {"owner": owner, "trial_number": None, "done": False, "claimed_at": now,
+              "done_at": None}
+    if any(slot == free for slot, _, _ in rows):  # a dead worker's: take it over
+        session.execute(update(CampaignSlot).where(
+            CampaignSlot.campaign_study_id == campaign_study_id, CampaignSlot.slot == free)
+            .values(**values))
+    else:
+        session.execute(insert(CampaignSlot).values(
+            campaign_study_id=campaign_study_id, slot=free, **values))
+    return free
+
+
+def settle_slot(session: Session, campaign_study_id: int, slot: int, owner: str,
+                trial_number: int | None) -> None:
+    """Mark ``owner``'s slot done (its trial was told, or its confirmation ran).
+
+    Raises:
+        StoreError: ``owner`` no longer holds the slot (its lease lapsed and another took it).
+    """
+    now = utcnow()
+    _seen(session, owner, now)
+    changed = session.execute(update(CampaignSlot).where(
+        CampaignSlot.campaign_study_id == campaign_study_id, CampaignSlot.slot == slot,
+        CampaignSlot.owner == owner).values(done=True, trial_number=trial_number,
+                                            done_at=now)).rowcount
+    if not changed:
+        raise StoreError(f"worker {owner!r} no longer holds slot {slot} of campaign study "
+                         f"{campaign_study_id} (its lease lapsed)")
+
+
+def free_slot(session: Session, campaign_study_id: int, slot: int, owner: str) -> None:
+    """Give back ``owner``'s slot unspent (its trial went back to the queue)."""
+    session.execute(delete(CampaignSlot).where(
+        CampaignSlot.campaign_study_id == campaign_study_id, CampaignSlot.slot == slot,
+        CampaignSlot.owner == owner, CampaignSlot.done.is_(False)))
+
+
+def close_study(session: Session, campaign_study_id: int, reason: str) -> None:
+    """End a campaign study before its budget (the first reason given stays)."""
+    session.execute(update(CampaignStudy).where(
+        CampaignStudy.id == campaign_study_id, CampaignStudy.closed.is_(None))
+        .values(closed=reason[:64]))
+
+
+def campaign_status(session: Session, campaign: CampaignRecord) -> CampaignStatus:
+    """Progress of every study of the campaign and every worker that joined it."""
+    now = utcnow()
+    links = session.execute(select(CampaignStudy).where(
+        CampaignStudy.campaign_id == campaign.id).order_by(CampaignStudy.id)).scalars().all()
+    records = {s.id: s for s in studies(session)} if links else {}
+    live = select(Lease.owner).where(Lease.expires_at > now)
+    counts = dict(session.execute(
+        select(CampaignSlot.campaign_study_id, func.count())
+        .where(CampaignSlot.slot < campaign.trials, CampaignSlot.done.is_(True))
+        .group_by(CampaignSlot.campaign_study_id)).all())
+    running = dict(session.execute(
+        select(CampaignSlot.campaign_study_id, func.count())
+        .where(CampaignSlot.done.is_(False), CampaignSlot.owner.in_(live))
+        .group_by(CampaignSlot.campaign_study_id)).all())
+    confirmed = set(session.scalars(select(CampaignSlot.campaign_study_id).where(
+        CampaignSlot.slot == campaign.trials, CampaignSlot.done.is_(True))))
+    study_rows = tuple(
+        CampaignStudyStatus(id=link.id, study=records[link.study_id],
+                            done=counts.get(link.id, 0), running=running.get(link.id, 0),
+                            budget=campaign.trials, closed=link.closed,
+                            confirmed=link.id in confirmed)
+        for link in links)
+    done_by = dict(session.execute(
+        select(CampaignSlot.owner, func.count())
+        .join(CampaignStudy, CampaignStudy.id == CampaignSlot.campaign_study_id)
+        .where(CampaignStudy.campaign_id == campaign.id, CampaignSlot.done.is_(True),
+               CampaignSlot.slot < campaign.trials)
+        .group_by(CampaignSlot.owner)).all())
+    workers = tuple(
+        CampaignWorkerStatus(
+            owner=w.owner, host=w.host, pid=w.pid, device=name, driver=driver,
+            compute_units=units, started_at=aware(w.started_at),
+            finished_at=aware(w.finished_at) if w.finished_at else None,
+            # the lease's last heartbeat; once the lease is gone, the last slot it touched
+            last_heartbeat=aware(renewed or w.seen_at) if renewed or w.seen_at else None,
+            alive=expires is not None and expires > now and w.finished_at is None,
+            trials_done=done_by.get(w.owner, 0))
+        for w, name, driver, units, renewed, expires in session.execute(
+            select(CampaignWorker, Device.name, Device.driver, Device.compute_units,
+                   Lease.renewed_at, Lease.expires_at)
+            .join(Device, Device.id == CampaignWorker.device_id)
+            .outerjoin(Lease, Lease.owner == CampaignWorker.owner)
+            .where(CampaignWorker.campaign_id == campaign.id)
+            .order_by(CampaignWorker.started_at)))
+    return CampaignStatus(campaign=campaign, studies=study_rows, workers=workers)
+
+
+# -- the store's face for campaigns ------------------------------------------------------------
+
+
+class CampaignStore:
+    """Campaign reads and writes on a results store, in its transactions.
+
+    It uses the store's session helpers (same package): one write transaction per call, every
+    database error a StoreError naming the database.
+    """
+
+    def __init__(self, store: SqlResultStore) -> None:
+        self._store = store
+
+    def create(self, *, name: str, sampler: str, trials: int, patience: int | None,
+               confirm_rounds: int, problems: Sequence[ProblemSpec]) -> CampaignRecord:
+        """Register a campaign; see :func:`create_campaign`.
+
+        Raises:
+            StoreError: the name is taken, or the database failed.
+        """
+        try:
+            campaign_id = self._store._write(lambda s: create_campaign(
+                s, name=name, sampler=sampler, trials=trials, patience=patience,
+                confirm_rounds=confirm_rounds, problems=problems))
+        except StoreError as exc:
+            if not isinstance(exc.__cause__, IntegrityError):
+                raise
+            raise StoreError(f"campaign name {name!r} is taken; accepted: a new name") from None
+        return self.get(campaign_id)
+
+    def list(self) -> list[CampaignRecord]:
+        """Every campaign, oldest first."""
+        with self._store._read() as session:
+            return campaigns(session)
+
+    def get(self, campaign_id: int) -> CampaignRecord:
+        """The campaign with this id.
+
+        Raises:
+            StoreError: there is none (the message lists the campaigns there are).
+        """
+        with self._store._read() as session:
+            found = campaigns(session, campaign_id)
+            if found:
+                return found[0]
+            known = ", ".join(f"{c.id} ({c.name})" for c in campaigns(session)[:10])
+        raise StoreError(f"no campaign {campaign_id} in {self._store.url}; accepted: "
+                         + (known or "none yet, create one with `xe2tune campaign create`"))
+
+    def status(self, campaign_id: int, *, remote: bool = True) -> CampaignStatus:
+        """Progress per study and per worker (see :func:`campaign_status`), with ``remote``
+        gRPC workers and their studies too (read from the optuna storage they share with this
+        database)."""
+        import optuna  # the read side loads optuna only when a campaign is read
+
+        from xe2tune.db._campaign_remote import remote_progress
+
+        campaign = self.get(campaign_id)
+        with self._store._read() as session:
+            local = campaign_status(session, campaign)
+            shared = inspect(session.get_bind()).has_table("version_info")  # optuna's tables
+        if not (remote and shared):  # no optuna storage here: nobody ran a gRPC worker
+            return local
+        storage = optuna.storages.RDBStorage(
+            self._store.optuna_storage_url(), engine_kwargs=self._store.optuna_engine_kwargs(),
+            skip_table_creation=True)
+        try:
+            remote_studies, remote_workers = remote_progress(storage, campaign.id)
+        finally:
+            storage.remove_session()
+            storage.engine.dispose()
+        return replace(local, remote_studies=remote_studies,
+                       workers=local.workers + remote_workers)
+
+    def link_study(self, campaign_id: int, study_id: int) -> int:
+        """The campaign study id of a device's study, linked on first use."""
+        return self._store._write(lambda s: link_study(s, campaign_id, study_id))
+
+    def join(self, campaign_id: int, *, owner: str, device_id: int, host: str,
+             pid: int) -> None:
+        """Record this worker as one of the campaign's."""
+        self._store._write(lambda s: join_campaign(
+            s, campaign_id, owner=owner, device_id=device_id, host=host, pid=pid))
+
+    def leave(self, owner: str) -> None:
+        """Mark this worker finished."""
+        self._store._write(lambda s: leave_campaign(s, owner))
+
+    def claim_slot(self, campaign_study_id: int, budget: int, owner: str, *,
+                   confirmation: bool = False) -> int | None:
+        """See :func:`claim_slot`."""
+        return self._store._write(lambda s: claim_slot(s, campaign_study_id, budget, owner,
+                                                       confirmation=confirmation))
+
+    def settle_slot(self, campaign_study_id: int, slot: int, owner: str,
+                    trial_number: int | None) -> None:
+        """See :func:`settle_slot`."""
+        self._store._write(lambda s: settle_slot(s, campaign_study_id, slot, owner,
+                                                 trial_number))
+
+    def free_slot(self, campaign_study_id: int, slot: int, owner: str) -> None:
+        """See :func:`free_slot`."""
+        self._store._write(lambda s: free_slot(s, campaign_study_id, slot, owner))
+
+    def close_study(self, campaign_study_id: int, reason: str) -> None:
+        """See :func:`close_study`."""
+        self._store._write(lambda s: close_study(s, campaign_study_id, reason))

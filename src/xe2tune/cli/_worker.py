@@ -1,0 +1,261 @@
+"""``xe2tune worker --campaign N``: tune a campaign's studies of this device with other workers."""
+
+from __future__ import annotations
+
+import json
+import signal
+from typing import Annotated
+
+import typer
+
+from xe2tune.cli._app import app, console, err_console, fail
+from xe2tune.cli._campaign import CampaignOption
+from xe2tune.cli._devices import DbOption, DeviceOption, JsonOption
+
+
+@app.command()
+def worker(
+    campaign: CampaignOption,
+    db: DbOption = None,
+    device: DeviceOption = None,
+    follow: Annotated[bool, typer.Option(
+        "--follow", help="keep polling for work when the budgets are spent (until Ctrl-C)")]
+    = False,
+    seed: Annotated[int | None, typer.Option(help="sampler seed")] = None,
+    grpc: Annotated[str | None, typer.Option(
+        "--grpc", help="HOST:PORT of an `xe2tune serve --grpc-port`: reach the studies through "
+                       "optuna's gRPC storage proxy instead of the database (needs --api)")] = None,
+    api: Annotated[str | None, typer.Option(
+        "--api", help="with --grpc: base URL of that `xe2tune serve`; measurements are stored "
+                      "through its POST /v1/results with XE2TUNE_API_TOKEN")] = None,
+    stale_after: Annotated[float | None, typer.Option(
+        "--stale-after", help="with --grpc: seconds without a heartbeat after which a running "
+                              "trial's worker counts as dead and the trial is re-run (default "
+                              "60; at least 15, heartbeats come every 5 s)")] = None,
+    as_json: JsonOption = False,
+    quiet: Annotated[bool, typer.Option("--quiet", help="no progress output")] = False,
+) -> None:
+    """Take the next trial of a campaign study of this device (name, driver, compute units;
+    identical devices share studies), run it in the isolated trial runner, store it, and repeat
+    until the campaign's budgets are spent. Ctrl-C or SIGTERM returns the trial in flight to the
+    pool; a worker killed outright has its trial re-run by another."""
+    if grpc is not None or api is not None:
+        if grpc is None or api is None:
+            raise fail("--grpc and --api go together: the studies through the proxy, the "
+                       "measurements through the API")
+        _remote_worker(campaign, grpc, api, device=device, follow=follow, seed=seed,
+                       stale_after=_stale_after(stale_after), as_json=as_json, quiet=quiet)
+        return
+    if stale_after is not None:
+        raise fail("--stale-after goes with --grpc: database workers hold leases instead")
+    from xe2tune.cli._search import CPU_BENCH_BUDGET_S, GPU_BENCH_BUDGET_S
+    from xe2tune.cli._session import open_runner, open_session
+    from xe2tune.db import CampaignStore, open_store
+    from xe2tune.harness import BenchSettings
+    from xe2tune.tuner._worker_loop import run_worker
+
+    quiet = quiet or as_json
+    store = open_store(db)
+    campaigns = CampaignStore(store)
+    try:
+        record = campaigns.get(campaign)
+        session = open_session(device, store, quiet=quiet)
+    except BaseException:
+        store.close()
+        raise
+    on_gpu = session.caps.device_type == "gpu"
+    runner = open_runner(session, BenchSettings(
+        time_budget_s=GPU_BENCH_BUDGET_S if on_gpu else CPU_BENCH_BUDGET_S))
+    if not quiet:
+        err_console.print(f"worker on campaign {record.id} ({record.name}): device "
+                          f"{session.listing.filter_string} ({session.caps.name}, driver "
+                          f"{session.listing.driver_version}, {session.caps.compute_units} "
+                          f"compute units); database {store.url}", highlight=False)
+    stop_requested = 0
+
+    def request_stop(signum: int, _frame: object) -> None:
+        # As search: the trial in flight goes back to the pool untried, then the worker exits.
+        nonlocal stop_requested
+        if not stop_requested:
+            stop_requested = signum
+            runner.abandon()
+        else:
+            raise KeyboardInterrupt
+
+    def observe(progress) -> None:  # noqa: ANN001  (StudyProgress; the tuner loads lazily)
+        if not quiet and progress.phase == "measured" and progress.config is not None:
+            p = progress.problem
+            best = progress.best.median_s if progress.best else None
+            console.print(f"{p.mode} D={p.head_dim} kv={p.kv_len} causal={p.causal}: trial "
+                          f"measured, best {'-' if best is None else f'{best * 1e3:.4g} ms'}",
+                          highlight=False)
+
+    previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        tally = run_worker(record, store=store, campaigns=campaigns, runner=runner,
+                           listing=session.listing, device_id=session.device_id,
+                           observe=observe, should_stop=lambda: stop_requested != 0,
+                           follow=follow, seed=seed)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        runner.close()
+        store.close()
+    summary = {
+        "campaign": record.id, "owner": tally.owner,
+        "measured": sum(tally.measured.values()), "reused": sum(tally.reused.values()),
+        "failed": sum(tally.failed.values()), "confirmed": len(tally.confirmed),
+        "skipped": {p.key(): reason for p, reason in tally.skipped.items()},
+        "stopped": stop_requested != 0,
+    }
+    if as_json:
+        print(json.dumps(summary, indent=2))
+    elif not quiet:
+        console.print(f"worker done: {summary['measured']} trials measured, "
+                      f"{summary['reused']} reused, {summary['failed']} failed, "
+                      f"{summary['confirmed']} studies confirmed", highlight=False)
+    if stop_requested:
+        raise typer.Exit(128 + stop_requested)
+
+
+def _grpc_address(text: str) -> tuple[str, int]:
+    host, _, port = text.rpartition(":")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise fail(f"--grpc {text!r}: accepted: HOST:PORT, e.g. tuner.lab:13000")
+    return host.strip("[]"), int(port)
+
+
+def _stale_after(seconds: float | None) -> float:
+    from xe2tune.tuner._remote_worker import MIN_STALE_S, STALE_S
+
+    if seconds is None:
+        return STALE_S
+    if not MIN_STALE_S <= seconds <= 86400:
+        raise fail(f"--stale-after {seconds:g}: accepted: {MIN_STALE_S:g} to 86400 seconds")
+    return seconds
+
+
+def _api_peaks(api: str, name: str, driver: str, compute_units: int):  # noqa: ANN202
+    """The device's peaks as the server's database knows them (measured, else catalog), or
+    None."""
+    import urllib.request
+
+    from xe2tune.harness import DevicePeaks
+
+    try:
+        with urllib.request.urlopen(api.rstrip("/") + "/v1/devices", timeout=60) as response:
+            devices = json.loads(response.read())
+    except (OSError, ValueError) as exc:
+        raise fail(f"cannot read {api}/v1/devices: {exc}") from None
+    for d in devices:
+        if (d["name"], d["driver"], d["compute_units"]) == (name, driver, compute_units) \
+                and d["peak_flops"] and d.get("peak_bandwidth"):
+            return DevicePeaks(flops=d["peak_flops"], bandwidth=d["peak_bandwidth"],
+                               source=d.get("peak_source") or "catalog")
+    return None
+
+
+def _remote_worker(campaign: int, grpc: str, api: str, *, device: str | None, follow: bool,
+                   seed: int | None, stale_after: float, as_json: bool, quiet: bool) -> None:
+    """The worker on a host without database access (see tuner/_remote_worker.py)."""
+    import os
+    import socket
+    import uuid
+    import warnings
+
+    from optuna.exceptions import ExperimentalWarning
+    from optuna.storages import GrpcStorageProxy
+
+    from xe2tune import config
+    from xe2tune.cli._search import CPU_BENCH_BUDGET_S, GPU_BENCH_BUDGET_S
+    from xe2tune.cli._session import DeviceSession, device_record, listing_for, open_runner
+    from xe2tune.harness import (
+        BenchSettings,
+        catalog_peaks,
+        measure_ceilings,
+        open_queue,
+    )
+    from xe2tune.kernels import family_source_hash, search_family
+    from xe2tune.tuner._remote_worker import (
+        RemoteStudy,
+        ResultPoster,
+        WorkerReport,
+        load_campaign,
+        run_remote_worker,
+    )
+    from xe2tune.tuner._worker_loop import unfit_reason
+
+    host, port = _grpc_address(grpc)
+    # optuna flags GrpcStorageProxy as experimental on every instance; --grpc asked for it.
+    warnings.filterwarnings("ignore", category=ExperimentalWarning)
+
+    def make_storage() -> GrpcStorageProxy:
+        return GrpcStorageProxy(host=host, port=port)
+
+    storage = make_storage()
+    try:
+        storage.wait_server_ready(timeout=30)
+    except Exception as exc:  # noqa: BLE001  (optuna raises grpc's own timeout error)
+        raise fail(f"no optuna gRPC storage proxy at {grpc} ({type(exc).__name__}); start one "
+                   "with `xe2tune serve --grpc-port PORT`") from None
+    record = load_campaign(storage, campaign)
+    queue = open_queue(device)
+    listing = listing_for(queue)
+    llc = listing.global_mem_cache_bytes
+    peaks = (_api_peaks(api, listing.caps.name, listing.driver_version,
+                        listing.caps.compute_units)
+             or catalog_peaks(listing.caps.name))
+    if peaks is None:
+        if not quiet:
+            err_console.print(f"no peaks known for {listing.caps.name}: measuring its ceilings")
+        peaks = measure_ceilings(queue, llc_bytes=llc).peaks(llc)
+    # No store id: this worker stores nothing itself, the API does.
+    session = DeviceSession(queue=queue, listing=listing, device_id=0, peaks=peaks)
+    on_gpu = session.caps.device_type == "gpu"
+    runner = open_runner(session, BenchSettings(
+        time_budget_s=GPU_BENCH_BUDGET_S if on_gpu else CPU_BENCH_BUDGET_S))
+    owner = f"{os.getpid()}-{uuid.uuid4().hex[:12]}@{socket.gethostname()}"[:64]
+    this_device = device_record(listing, peaks)
+    poster = ResultPoster(api, config.api_token())
+    stop_requested = 0
+
+    def request_stop(signum: int, _frame: object) -> None:
+        nonlocal stop_requested
+        if not stop_requested:
+            stop_requested = signum
+            runner.abandon()
+        else:
+            raise KeyboardInterrupt
+
+    previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        report = WorkerReport(storage, record.id, owner=owner, host=socket.gethostname(),
+                              pid=os.getpid(), device=this_device,
+                              stale_after_s=stale_after)
+        studies, skipped = [], {}
+        for problem in record.problems:
+            reason = unfit_reason(problem, listing)
+            if reason is not None:
+                skipped[problem.key()] = reason
+                continue
+            family = search_family(problem, listing.caps)
+            studies.append(RemoteStudy(
+                make_storage=make_storage, campaign=record, family=family, problem=problem,
+                caps=listing.caps, source_hash=family_source_hash(family),
+                device=this_device, runner=runner, poster=poster, report=report,
+                owner=owner, seed=seed, stale_after_s=stale_after))
+        ran = run_remote_worker(studies, report, should_stop=lambda: stop_requested != 0,
+                                follow=follow)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        runner.close()
+    summary = {"campaign": record.id, "owner": owner, "measured": ran, "skipped": skipped,
+               "stopped": stop_requested != 0}
+    if as_json:
+        print(json.dumps(summary, indent=2))
+    elif not quiet:
+        console.print(f"worker done: {ran} trials measured through {grpc}, stored through {api}",
+                      highlight=False)
+    if stop_requested:
+        raise typer.Exit(128 + stop_requested)
