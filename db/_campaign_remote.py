@@ -28,12 +28,16 @@ BUDGET_ATTR = "xe2tune_slots"  # on a device study: its budget, once enqueued by
 # On a device study: who counts its budget, "grpc" (enqueued WAITING trials) or "database"
 # (the campaign's slot table). The two cannot share a study: each would spend its own budget.
 COUNTED_BY_ATTR = "xe2tune_counted_by"
+# On a device study: why it ended before its budget (e.g. "patience"); its WAITING trials stay
+# unrun.
+CLOSED_ATTR = "xe2tune_closed"
 
 
 @dataclass(frozen=True)
 class RemoteStudyStatus:
     """A device's study of a campaign problem run by gRPC workers: trials told and running, the
-    budget, the best median so far. No confirmation round runs on this path."""
+    budget, why it closed early (None: it did not), the best median so far. No confirmation
+    round runs on this path."""
 
     name: str
     device: str
@@ -44,11 +48,12 @@ class RemoteStudyStatus:
     done: int
     running: int
     budget: int
+    closed: str | None
     best_median_s: float | None
 
     @property
     def finished(self) -> bool:
-        return self.done >= self.budget
+        return self.closed is not None or self.done >= self.budget
 
 
 def _when(epoch: float | None) -> datetime | None:
@@ -79,6 +84,7 @@ def remote_progress(storage: optuna.storages.BaseStorage, campaign_id: int
             done=sum(s in (TrialState.COMPLETE, TrialState.FAIL) for s in states),
             running=states.count(TrialState.RUNNING),
             budget=study.user_attrs.get(BUDGET_ATTR, len(trials)),
+            closed=study.user_attrs.get(CLOSED_ATTR),
             best_median_s=min(values) if values else None))
     now = time.time()
     reported = sorted((w for key, w in attrs.items() if key.startswith(WORKER_ATTR.format(

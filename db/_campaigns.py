@@ -246,6 +246,15 @@ def free_slot(session: Session, campaign_study_id: int, slot: int, owner: str) -
         CampaignSlot.owner == owner, CampaignSlot.done.is_(False)))
 
 
+def held_slots(session: Session, campaign_study_id: int) -> int:
+    """Trial or confirmation slots of a study a live worker holds and has not settled."""
+    return session.scalar(
+        select(func.count()).select_from(CampaignSlot)
+        .join(Lease, Lease.owner == CampaignSlot.owner)
+        .where(CampaignSlot.campaign_study_id == campaign_study_id,
+               CampaignSlot.done.is_(False), Lease.expires_at > utcnow()))
+
+
 def close_study(session: Session, campaign_study_id: int, reason: str) -> None:
     """End a campaign study before its budget (the first reason given stays)."""
     session.execute(update(CampaignStudy).where(
@@ -404,6 +413,11 @@ class CampaignStore:
     def free_slot(self, campaign_study_id: int, slot: int, owner: str) -> None:
         """See :func:`free_slot`."""
         self._store._write(lambda s: free_slot(s, campaign_study_id, slot, owner))
+
+    def held_slots(self, campaign_study_id: int) -> int:
+        """See :func:`held_slots`."""
+        with self._store._read() as session:
+            return held_slots(session, campaign_study_id)
 
     def close_study(self, campaign_study_id: int, reason: str) -> None:
         """See :func:`close_study`."""

@@ -145,10 +145,10 @@ def test_remote_worker_options_are_checked_before_anything_runs() -> None:
 # -- real workers ------------------------------------------------------------------------------
 
 
-@pytest.fixture
-def campaign_db(postgres_url: str, cpu_queue) -> str:
-    """A database holding this device with stated ceilings, and the campaign (id 1)."""
-    store = open_store(postgres_url)
+def create_campaign(url: str, cpu_queue, *options: str) -> str:
+    """The database at ``url`` holding this device with stated ceilings, and a campaign (id 1)
+    created with ``options``."""
+    store = open_store(url)
     try:
         listing = listing_for(cpu_queue)
         device_id, _ = stored_peaks(store, listing)
@@ -156,10 +156,16 @@ def campaign_db(postgres_url: str, cpu_queue) -> str:
                       Ceilings(fma_fp32=60e9, fma_fp16=60e9, copy_bandwidth=20e9))
     finally:
         store.close()
-    created = xe2tune("campaign", "create", *PROBLEMS, "--trials", str(BUDGET), "--sampler",
-                      "random", "--confirm-rounds", "2", "--db", postgres_url)
+    created = xe2tune("campaign", "create", *options, "--sampler", "random", "--db", url)
     assert created.returncode == 0, created.stderr
-    return postgres_url
+    return url
+
+
+@pytest.fixture
+def campaign_db(postgres_url: str, cpu_queue) -> str:
+    """The campaign of PROBLEMS with BUDGET trials per study."""
+    return create_campaign(postgres_url, cpu_queue, *PROBLEMS, "--trials", str(BUDGET),
+                           "--confirm-rounds", "2")
 
 
 def start_worker(url: str) -> subprocess.Popen:
@@ -261,14 +267,14 @@ def test_three_workers_spend_the_budget_exactly_and_a_killed_ones_trial_is_rerun
                                    what="a trial of the first worker in flight")
             os.killpg(victim.pid, signal.SIGKILL)
             victim.wait(timeout=30)
-            outcomes = [(w.communicate(timeout=600)[1], w.returncode) for w in workers[1:]]
+            outcomes = [(w.communicate(timeout=600), w.returncode) for w in workers[1:]]
         finally:
             for w in workers:
                 if w.poll() is None:
                     os.killpg(w.pid, signal.SIGKILL)
                     w.wait()
-    for err, code in outcomes:
-        assert code == 0 and "Traceback" not in err, err
+    for (out, err), code in outcomes:
+        assert code == 0 and "Traceback" not in err, (out, err)
     assert readers.errors == [] and readers.reads["status"] > 0 and readers.reads[200] > 0, (
         readers.errors, readers.reads)
 
@@ -278,7 +284,10 @@ def test_three_workers_spend_the_budget_exactly_and_a_killed_ones_trial_is_rerun
     assert len(studies) == 2
     for name, trials in studies.items():
         states = Counter(t.state for t in trials)
-        assert sum(states[s] for s in FINISHED) == BUDGET, (name, states)
+        # (a trial the victim was asking when killed, before it named a config, is failed by
+        # the recovery: told, but not one of the budget's measurements)
+        measured = [t for t in trials if t.state in FINISHED and "config_hash" in t.user_attrs]
+        assert len(measured) == BUDGET, (name, states)
         assert states[optuna.trial.TrialState.RUNNING] == 0, (name, states)
     rerun = next(t for trials in studies.values() for t in trials
                  if t.number == in_flight.number and t.params == in_flight.params)
@@ -368,7 +377,7 @@ def test_grpc_workers_spend_the_budget_exactly_and_a_killed_ones_trial_is_rerun(
                 if w.poll() is None:
                     os.killpg(w.pid, signal.SIGKILL)
                     w.wait()
-    assert survivor.returncode == 0 and "Traceback" not in err, err
+    assert survivor.returncode == 0 and "Traceback" not in err, (out, err)
     assert json.loads(out)["measured"] > 0
     assert readers.errors == [] and readers.most_alive == 2, (readers.errors, readers.reads)
 
@@ -403,3 +412,50 @@ def test_grpc_workers_spend_the_budget_exactly_and_a_killed_ones_trial_is_rerun(
     assert by_pid[survivor.pid]["finished_at"] is not None
     assert by_pid[survivor.pid]["trials_done"] == json.loads(out)["measured"]
     assert sum(w["trials_done"] for w in status["workers"]) == 2 * BUDGET
+
+
+PATIENT_BUDGET = 6
+
+
+@pytest.mark.requires_xpu
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", ["database", "grpc"])
+def test_a_study_closes_as_soon_as_the_campaigns_patience_is_spent(
+        kind: str, postgres_url: str, cpu_queue, tmp_path: Path) -> None:
+    url = create_campaign(postgres_url, cpu_queue, *PROBLEMS[:4], "--seq", "64", *PROBLEMS[6:],
+                          "--trials", str(PATIENT_BUDGET), "--patience", "1",
+                          "--confirm-rounds", "1")
+    if kind == "database":
+        done = xe2tune("worker", "--campaign", "1", "--db", url, "--device", "opencl:cpu",
+                       "--json", timeout=600)
+    else:
+        token, grpc_port = "grpc-test-token", free_port()
+        env = {**os.environ, "XE2TUNE_API_TOKEN": token,
+               "XE2TUNE_DB": "postgresql+psycopg://nobody@127.0.0.1:1/unreachable"}
+        with running_server(url, tmp_path / "serve.log", token=token,
+                            extra_args=("--grpc-port", str(grpc_port))) as base:
+            worker = start_grpc_worker(grpc_port, base, env)
+            out, err = worker.communicate(timeout=600)
+        done = subprocess.CompletedProcess(worker.args, worker.returncode, out, err)
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+
+    (trials,) = optuna_trials(url).values()
+    told = [t for t in sorted(trials, key=lambda t: t.number) if t.state in FINISHED]
+    best, first_stale = float("inf"), None
+    for i, t in enumerate(told):  # patience 1: the first told trial that improves nothing
+        if t.state is optuna.trial.TrialState.COMPLETE and t.value < best:
+            best = t.value
+        elif first_stale is None:
+            first_stale = i
+    (study,) = json.loads(xe2tune("campaign", "status", "--campaign", "1", "--db", url,
+                                  "--json").stdout)["studies"]
+    assert study["workers"] == kind and study["finished"] is True
+    if first_stale is None:  # every trial improved: the whole budget ran
+        assert len(told) == PATIENT_BUDGET and study["closed"] is None
+    else:
+        assert len(told) == first_stale + 1, [(t.number, t.state, t.value) for t in told]
+        assert study["closed"] == "patience" and study["done"] == len(told)
+    rows = stored(url)
+    assert rows and max(Counter(rows).values()) == 1, "a config was measured twice"
+    if kind == "grpc":  # (a database worker also stores its seeded baselines)
+        assert len(rows) == len(told)

@@ -70,6 +70,11 @@ class SlotGate:
         """Give the slot back unspent."""
         self.campaigns.free_slot(self.campaign_study_id, slot, self.owner)
 
+    def others_hold_slots(self) -> bool:
+        """True while another live worker holds an unsettled slot (it may be asking a trial);
+        asked while this worker holds the confirmation slot."""
+        return self.campaigns.held_slots(self.campaign_study_id) > 1
+
     def close(self, reason: str) -> None:
         """End the study before its budget, for every worker."""
         self.campaigns.close_study(self.campaign_study_id, reason)

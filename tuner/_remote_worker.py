@@ -17,7 +17,10 @@ coordinates with others lives in the optuna study itself:
 - a worker reports itself (host, device, last heartbeat, trials told) and its studies in user
   attributes of the campaign's study, which ``campaign status`` reads from the database;
 - a study is marked as counted by gRPC workers: a database worker (which counts budgets in the
-  campaign's slot table) refuses to join it, and a gRPC worker refuses a study it counts.
+  campaign's slot table) refuses to join it, and a gRPC worker refuses a study it counts;
+- the campaign's patience is judged as a database worker judges it, on the study's told trials
+  before each pop; the worker that finds it spent marks the study closed, and every worker then
+  leaves the study's remaining WAITING trials unrun.
 
 There is no confirmation round on this path: a round is stored through the store's
 confirmation table, which the API has no endpoint to write; ``xe2tune search`` or a database
@@ -42,6 +45,7 @@ from xe2tune.db import (
     BUDGET_ATTR,
     CAMPAIGN_ATTR,
     CAMPAIGN_STUDY,
+    CLOSED_ATTR,
     COUNTED_BY_ATTR,
     STUDY_ATTR,
     WORKER_ATTR,
@@ -54,6 +58,7 @@ from xe2tune.db import (
 from xe2tune.errors import StoreError, TrialAbandoned
 from xe2tune.harness import MeasureRequest, TrialStatus
 from xe2tune.kernels import DeviceCaps, KernelFamily, ProblemSpec
+from xe2tune.tuner._campaign import PATIENCE_CLOSED, patience_spent
 from xe2tune.tuner._lease import HEARTBEAT_S, LEASE_TTL_S
 from xe2tune.tuner._samplers import make_sampler
 from xe2tune.tuner._study import StudyIds, build_space, study_name
@@ -198,6 +203,7 @@ class RemoteStudy:
         self.device, self.source_hash, self.runner, self.poster, self.owner = (
             device, source_hash, runner, poster, owner)
         self.report, self.stale_after_s = report, stale_after_s
+        self.patience = campaign.patience
         self.space = build_space(family, problem, caps)
         self.default = family.default_config(problem, caps)
         self.storage = make_storage()
@@ -240,9 +246,18 @@ class RemoteStudy:
         return study
 
     def finished(self) -> bool:
-        """Every trial of the budget is told."""
-        return all(t.state in (TrialState.COMPLETE, TrialState.FAIL)
-                   for t in self.study.get_trials(deepcopy=False))
+        """Every trial of the budget is told, or the study closed early."""
+        return self._closed() or all(t.state in (TrialState.COMPLETE, TrialState.FAIL)
+                                     for t in self.study.get_trials(deepcopy=False))
+
+    def _closed(self) -> bool:
+        """The study closed early (now, if the campaign's patience is spent)."""
+        if CLOSED_ATTR in self.storage.get_study_user_attrs(self._study_id):
+            return True
+        if patience_spent(self.study.get_trials(deepcopy=False), self.patience):
+            self.storage.set_study_user_attr(self._study_id, CLOSED_ATTR, PATIENCE_CLOSED)
+            return True
+        return False
 
     def _trial_id(self, number: int) -> int:
         return self.storage.get_trial_id_from_study_id_trial_number(self._study_id, number)
@@ -266,7 +281,7 @@ class RemoteStudy:
         return None
 
     def step(self) -> bool:
-        """Run one trial of the budget; False when none is waiting.
+        """Run one trial of the budget; False when none is waiting or the study closed.
 
         Raises:
             TrialAbandoned: a stop.
@@ -275,6 +290,8 @@ class RemoteStudy:
             In every case the trial went back to WAITING first.
         """
         self._requeue_stale()
+        if self._closed():
+            return False
         popped = self._pop()
         if popped is None:
             return False

@@ -295,10 +295,18 @@ class StudyRun:
         a dead worker held re-runs its trial); None when the study's budget is spent or held."""
         assert self.gate is not None
         self.book.recover(self.store, self.record.id, self._config_hash)
-        if patience_spent(self.study.get_trials(deepcopy=False), self.gate.campaign.patience):
-            self.gate.close(PATIENCE_CLOSED)
+        if self._campaign_patience_spent():
             return None
         return self.gate.claim_trial()
+
+    def _campaign_patience_spent(self) -> bool:
+        """True, and the study closed for every worker, when the campaign's patience is spent
+        on the study's told trials (every worker's)."""
+        assert self.gate is not None
+        if patience_spent(self.study.get_trials(deepcopy=False), self.gate.campaign.patience):
+            self.gate.close(PATIENCE_CLOSED)
+            return True
+        return False
 
     def _ask(self) -> _Asked | None:
         """Ask the next trial and reserve its config; None when the space is used up (or, in a
@@ -412,6 +420,11 @@ class StudyRun:
             self._loop(progress, budget, deadline, observe, should_stop)
             self._requeue_untold()
             if not should_stop() and (self.gate is None or self.gate.claim_confirmation()):
+                if self.gate is not None and not self.gate.others_hold_slots():
+                    # Nobody can be asking a trial now: a trial left RUNNING unmarked (its
+                    # worker was killed between optuna's ask and the mark) goes back at once.
+                    self.book.recover(self.store, self.record.id, self._config_hash,
+                                      unowned_grace_s=0)
                 progress.phase = "confirming"
                 observe(progress)
                 self._confirm(progress, confirm_with)
@@ -447,7 +460,9 @@ class StudyRun:
             progress.phase = "measured"
             observe(progress)
             out_of_time = deadline is not None and time.perf_counter() >= deadline
-            patience_out = budget.patience is not None and since_best >= budget.patience
+            # A campaign judges patience study-wide; the trial asked ahead goes back unrun.
+            patience_out = (budget.patience is not None and since_best >= budget.patience
+                            or self.gate is not None and self._campaign_patience_spent())
             if should_stop() or out_of_time or patience_out:
                 return
             current = upcoming

@@ -67,8 +67,8 @@ class TrialBook:
         self._storage.set_trial_user_attr(trial_id, OWNER_ATTR, "")
         self._storage.set_trial_state_values(trial_id, TrialState.WAITING)
 
-    def _stale(self, live: set[str]) -> list[FrozenTrial]:
-        cutoff = datetime.now() - timedelta(seconds=UNOWNED_GRACE_S)  # optuna stores local time
+    def _stale(self, live: set[str], unowned_grace_s: float) -> list[FrozenTrial]:
+        cutoff = datetime.now() - timedelta(seconds=unowned_grace_s)  # optuna stores local time
         stale = []
         for t in self.study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
             owner = t.user_attrs.get(OWNER_ATTR)
@@ -80,8 +80,12 @@ class TrialBook:
         return stale
 
     def recover(self, store: ResultStore, study_id: int,
-                config_hash: Callable[[dict[str, Any]], str | None]) -> int:
+                config_hash: Callable[[dict[str, Any]], str | None], *,
+                unowned_grace_s: float = UNOWNED_GRACE_S) -> int:
         """Requeue the RUNNING trials of dead searches; return how many were requeued.
+
+        A RUNNING trial nobody marked counts as dead once it started ``unowned_grace_s`` ago:
+        0 only when no live search can be between its ask and its mark.
 
         ``config_hash`` maps a trial's params to its config's hash, None when they are not a
         config of the space (a trial killed while its params were being set): such a trial is
@@ -93,7 +97,7 @@ class TrialBook:
             StoreError: the database failed.
         """
         requeued = 0
-        for t in self._stale(self.lease.live_owners()):
+        for t in self._stale(self.lease.live_owners(), unowned_grace_s):
             digest = config_hash(t.params)
             if digest is None:
                 self.study.tell(t.number, state=TrialState.FAIL, skip_if_finished=True)

@@ -142,7 +142,7 @@ def _study_rows(status: CampaignStatus) -> list[dict[str, Any]]:
     } for s in status.studies] + [{
         "workers": "grpc", "study_id": None, "device": s.device, "family": s.family,
         "problem": s.problem.to_dict(), "done": s.done, "running": s.running,
-        "budget": s.budget, "closed": None, "confirmed": False, "finished": s.finished,
+        "budget": s.budget, "closed": s.closed, "confirmed": False, "finished": s.finished,
         "best_median_s": s.best_median_s,
     } for s in status.remote_studies]
 

@@ -163,6 +163,13 @@ def _remote_worker(campaign: int, grpc: str, api: str, *, device: str | None, fo
     import uuid
     import warnings
 
+    # grpcio turns its fork handlers on by default: they run in the child of every fork, also
+    # the trial runner's fork-and-exec of a fresh interpreter, and abort that child while a
+    # channel is polling ("epoll_wait error: Bad file descriptor", SIGABRT; seen under load).
+    # Nothing here forks to keep using gRPC in the child, so they stay off. Read when grpc
+    # starts, so set before the first channel.
+    os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
+
     from optuna.exceptions import ExperimentalWarning
     from optuna.storages import GrpcStorageProxy
 
