@@ -25,10 +25,10 @@ import pytest
 from sqlalchemy import create_engine, text
 
 from tests._api_fixtures import free_port, running_server, xe2tune_command
-from xe2tune.cli._session import listing_for, save_measured, stored_peaks
+from tests._stated_ceilings import store_stated_ceilings
+from xe2tune.cli._session import listing_for
 from xe2tune.db import COUNTED_BY_ATTR, CampaignStore, LeaseRecord, open_store
 from xe2tune.db.testing import DEVICE, prefill, tune
-from xe2tune.harness import Ceilings
 from xe2tune.kernels import family_source_hash, get_family, search_family
 from xe2tune.tuner._study import StudyIds, study_name
 
@@ -148,14 +148,7 @@ def test_remote_worker_options_are_checked_before_anything_runs() -> None:
 def create_campaign(url: str, cpu_queue, *options: str) -> str:
     """The database at ``url`` holding this device with stated ceilings, and a campaign (id 1)
     created with ``options``."""
-    store = open_store(url)
-    try:
-        listing = listing_for(cpu_queue)
-        device_id, _ = stored_peaks(store, listing)
-        save_measured(store, listing, device_id,
-                      Ceilings(fma_fp32=60e9, fma_fp16=60e9, copy_bandwidth=20e9))
-    finally:
-        store.close()
+    store_stated_ceilings(url, cpu_queue)
     created = xe2tune("campaign", "create", *options, "--sampler", "random", "--db", url)
     assert created.returncode == 0, created.stderr
     return url

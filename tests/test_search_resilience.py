@@ -28,10 +28,11 @@ import optuna
 import pytest
 
 from tests._api_fixtures import running_server, xe2tune_command
-from xe2tune.cli._session import listing_for, save_measured, stored_peaks
+from tests._stated_ceilings import store_stated_ceilings
+from xe2tune.cli._session import listing_for
 from xe2tune.db import BestQuery, LeaseRecord, open_store
 from xe2tune.db.testing import ok_result, prefill, tune
-from xe2tune.harness import Ceilings, TrialStatus
+from xe2tune.harness import TrialStatus
 from xe2tune.kernels import (
     DeviceCaps,
     LauncherConfig,
@@ -53,14 +54,7 @@ FINISHED = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.FAIL)
 def template_db(tmp_path_factory: pytest.TempPathFactory, cpu_queue) -> Path:
     """A migrated database holding this device with stated ceilings (the roof of rooflines)."""
     path = tmp_path_factory.mktemp("template") / "template.db"
-    store = open_store(f"sqlite:///{path}")
-    try:
-        listing = listing_for(cpu_queue)
-        device_id, _ = stored_peaks(store, listing)
-        save_measured(store, listing, device_id,
-                      Ceilings(fma_fp32=60e9, fma_fp16=60e9, copy_bandwidth=20e9))
-    finally:
-        store.close()
+    store_stated_ceilings(f"sqlite:///{path}", cpu_queue)
     return path
 
 

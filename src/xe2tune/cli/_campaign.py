@@ -16,6 +16,16 @@ from rich.table import Table
 
 from xe2tune.cli._app import app, console, fail
 from xe2tune.cli._devices import DbOption, JsonOption
+from xe2tune.cli._problem_options import (
+    BatchOption,
+    CausalOption,
+    DtypeOption,
+    HeadDimOption,
+    HeadsKvOption,
+    HeadsQOption,
+    ModeOption,
+    SeqOption,
+)
 from xe2tune.db import CampaignRecord, CampaignStatus, CampaignStore, open_store
 
 campaign_app = typer.Typer(help="Campaigns: problems with budgets that workers on many hosts "
@@ -35,15 +45,14 @@ def _campaign_json(c: CampaignRecord) -> dict[str, Any]:
 
 @campaign_app.command("create")
 def create(
-    head_dim: Annotated[int, typer.Option("--head-dim", help="64, 96, 128, 192 or 256")],
-    seq: Annotated[str | None, typer.Option(help="comma list of sequence lengths")] = None,
-    mode: Annotated[str | None, typer.Option(help="prefill or decode (default both)")] = None,
-    causal: Annotated[bool | None, typer.Option("--causal/--no-causal",
-                                                help="default: both")] = None,
-    dtype: Annotated[str | None, typer.Option(help="comma list of fp16, bf16, fp32")] = None,
-    heads_q: Annotated[int | None, typer.Option("--heads-q", min=1)] = None,
-    heads_kv: Annotated[int | None, typer.Option("--heads-kv", min=1)] = None,
-    batch: Annotated[int | None, typer.Option(min=1)] = None,
+    head_dim: HeadDimOption,
+    seq: SeqOption = None,
+    mode: ModeOption = None,
+    causal: CausalOption = None,
+    dtype: DtypeOption = None,
+    heads_q: HeadsQOption = None,
+    heads_kv: HeadsKvOption = None,
+    batch: BatchOption = None,
     trials: Annotated[int | None, typer.Option(
         help="trials per study, i.e. per problem on each kind of device (default: search's "
              "GPU budget)")] = None,

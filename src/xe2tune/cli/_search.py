@@ -15,6 +15,16 @@ from rich.table import Table
 from xe2tune.cli._app import app, console, err_console, fail
 from xe2tune.cli._bench import MAX_EXTENT
 from xe2tune.cli._devices import DeviceOption, JsonOption
+from xe2tune.cli._problem_options import (
+    BatchOption,
+    CausalOption,
+    DtypeOption,
+    HeadDimOption,
+    HeadsKvOption,
+    HeadsQOption,
+    ModeOption,
+    SeqOption,
+)
 from xe2tune.cli._replay import SAMPLER_HELP
 from xe2tune.cli._table import Column, print_table
 from xe2tune.cli._vocabulary import seed_vocabulary
@@ -209,15 +219,14 @@ def _print_final(rows: list[dict]) -> None:
 
 @app.command()
 def search(
-    head_dim: Annotated[int, typer.Option("--head-dim", help="64, 96, 128, 192 or 256")],
-    seq: Annotated[str | None, typer.Option(help="comma list of sequence lengths")] = None,
-    mode: Annotated[str | None, typer.Option(help="prefill or decode (default both)")] = None,
-    causal: Annotated[bool | None, typer.Option("--causal/--no-causal",
-                                                help="default: both")] = None,
-    dtype: Annotated[str | None, typer.Option(help="comma list of fp16, bf16, fp32")] = None,
-    heads_q: Annotated[int | None, typer.Option("--heads-q", min=1, max=MAX_EXTENT)] = None,
-    heads_kv: Annotated[int | None, typer.Option("--heads-kv", min=1, max=MAX_EXTENT)] = None,
-    batch: Annotated[int | None, typer.Option(min=1, max=MAX_EXTENT)] = None,
+    head_dim: HeadDimOption,
+    seq: SeqOption = None,
+    mode: ModeOption = None,
+    causal: CausalOption = None,
+    dtype: DtypeOption = None,
+    heads_q: HeadsQOption = None,
+    heads_kv: HeadsKvOption = None,
+    batch: BatchOption = None,
     sampler: Annotated[str | None, typer.Option(help=SAMPLER_HELP)] = None,
     trials: Annotated[int | None, typer.Option(help="trials per problem in this run")] = None,
     timeout: Annotated[float | None, typer.Option(help="overall seconds")] = None,

@@ -13,6 +13,34 @@ from xe2tune.cli._campaign import CampaignOption
 from xe2tune.cli._devices import DbOption, DeviceOption, JsonOption
 
 
+class _StopOnSignal:
+    """SIGINT and SIGTERM while a worker runs: the first abandons the trial in flight (it goes
+    back to the pool untried) and asks the worker to stop; a second interrupts at once."""
+
+    def __init__(self, runner) -> None:  # noqa: ANN001  (a TrialRunner; loaded lazily)
+        self.runner = runner
+        self.signum = 0
+        self._previous: dict[int, object] = {}
+
+    def requested(self) -> bool:
+        return self.signum != 0
+
+    def _handle(self, signum: int, _frame: object) -> None:
+        if self.signum:
+            raise KeyboardInterrupt
+        self.signum = signum
+        self.runner.abandon()
+
+    def __enter__(self) -> _StopOnSignal:
+        self._previous = {sig: signal.signal(sig, self._handle)
+                          for sig in (signal.SIGINT, signal.SIGTERM)}
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+
+
 @app.command()
 def worker(
     campaign: CampaignOption,
@@ -71,16 +99,7 @@ def worker(
                           f"{session.listing.filter_string} ({session.caps.name}, driver "
                           f"{session.listing.driver_version}, {session.caps.compute_units} "
                           f"compute units); database {store.url}", highlight=False)
-    stop_requested = 0
-
-    def request_stop(signum: int, _frame: object) -> None:
-        # As search: the trial in flight goes back to the pool untried, then the worker exits.
-        nonlocal stop_requested
-        if not stop_requested:
-            stop_requested = signum
-            runner.abandon()
-        else:
-            raise KeyboardInterrupt
+    stop = _StopOnSignal(runner)
 
     def observe(progress) -> None:  # noqa: ANN001  (StudyProgress; the tuner loads lazily)
         if not quiet and progress.phase == "measured" and progress.config is not None:
@@ -90,15 +109,13 @@ def worker(
                           f"measured, best {'-' if best is None else f'{best * 1e3:.4g} ms'}",
                           highlight=False)
 
-    previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
-        tally = run_worker(record, store=store, campaigns=campaigns, runner=runner,
-                           listing=session.listing, device_id=session.device_id,
-                           observe=observe, should_stop=lambda: stop_requested != 0,
-                           follow=follow, seed=seed)
+        with stop:
+            tally = run_worker(record, store=store, campaigns=campaigns, runner=runner,
+                               listing=session.listing, device_id=session.device_id,
+                               observe=observe, should_stop=stop.requested, follow=follow,
+                               seed=seed)
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
         runner.close()
         store.close()
     summary = {
@@ -106,7 +123,7 @@ def worker(
         "measured": sum(tally.measured.values()), "reused": sum(tally.reused.values()),
         "failed": sum(tally.failed.values()), "confirmed": len(tally.confirmed),
         "skipped": {p.key(): reason for p, reason in tally.skipped.items()},
-        "stopped": stop_requested != 0,
+        "stopped": stop.requested(),
     }
     if as_json:
         print(json.dumps(summary, indent=2))
@@ -114,8 +131,8 @@ def worker(
         console.print(f"worker done: {summary['measured']} trials measured, "
                       f"{summary['reused']} reused, {summary['failed']} failed, "
                       f"{summary['confirmed']} studies confirmed", highlight=False)
-    if stop_requested:
-        raise typer.Exit(128 + stop_requested)
+    if stop.requested():
+        raise typer.Exit(128 + stop.signum)
 
 
 def _grpc_address(text: str) -> tuple[str, int]:
@@ -224,45 +241,34 @@ def _remote_worker(campaign: int, grpc: str, api: str, *, device: str | None, fo
     owner = f"{os.getpid()}-{uuid.uuid4().hex[:12]}@{socket.gethostname()}"[:64]
     this_device = device_record(listing, peaks)
     poster = ResultPoster(api, config.api_token())
-    stop_requested = 0
-
-    def request_stop(signum: int, _frame: object) -> None:
-        nonlocal stop_requested
-        if not stop_requested:
-            stop_requested = signum
-            runner.abandon()
-        else:
-            raise KeyboardInterrupt
-
-    previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    stop = _StopOnSignal(runner)
     try:
-        report = WorkerReport(storage, record.id, owner=owner, host=socket.gethostname(),
-                              pid=os.getpid(), device=this_device,
-                              stale_after_s=stale_after)
-        studies, skipped = [], {}
-        for problem in record.problems:
-            reason = unfit_reason(problem, listing)
-            if reason is not None:
-                skipped[problem.key()] = reason
-                continue
-            family = search_family(problem, listing.caps)
-            studies.append(RemoteStudy(
-                make_storage=make_storage, campaign=record, family=family, problem=problem,
-                caps=listing.caps, source_hash=family_source_hash(family),
-                device=this_device, runner=runner, poster=poster, report=report,
-                owner=owner, seed=seed, stale_after_s=stale_after))
-        ran = run_remote_worker(studies, report, should_stop=lambda: stop_requested != 0,
-                                follow=follow)
+        with stop:
+            report = WorkerReport(storage, record.id, owner=owner, host=socket.gethostname(),
+                                  pid=os.getpid(), device=this_device,
+                                  stale_after_s=stale_after)
+            studies, skipped = [], {}
+            for problem in record.problems:
+                reason = unfit_reason(problem, listing)
+                if reason is not None:
+                    skipped[problem.key()] = reason
+                    continue
+                family = search_family(problem, listing.caps)
+                studies.append(RemoteStudy(
+                    make_storage=make_storage, campaign=record, family=family, problem=problem,
+                    caps=listing.caps, source_hash=family_source_hash(family),
+                    device=this_device, runner=runner, poster=poster, report=report,
+                    owner=owner, seed=seed, stale_after_s=stale_after))
+            ran = run_remote_worker(studies, report, should_stop=stop.requested,
+                                    follow=follow)
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
         runner.close()
     summary = {"campaign": record.id, "owner": owner, "measured": ran, "skipped": skipped,
-               "stopped": stop_requested != 0}
+               "stopped": stop.requested()}
     if as_json:
         print(json.dumps(summary, indent=2))
     elif not quiet:
         console.print(f"worker done: {ran} trials measured through {grpc}, stored through {api}",
                       highlight=False)
-    if stop_requested:
-        raise typer.Exit(128 + stop_requested)
+    if stop.requested():
+        raise typer.Exit(128 + stop.signum)
