@@ -8,9 +8,9 @@ closed-loop capacity beside it; ``xe2tune results --format csv`` streams in boun
 What it does:
   1. Fills a SQLite database through ``ResultStore.record_trials`` (``api_load.fill``; every
      problem studied on every device, one transaction per study with its default and two
-     seeded baselines) and keeps it for later runs (checked by counting rows). About 1 ms of
-     CPU per measurement in 2 processes: ~9 minutes for 10^6 on 2 idle cores. Run it once in
-     the background: ``nohup python benchmarks/dashboard_scale.py --fill-only &``.
+     seeded baselines) and keeps it for later runs (checked by counting rows); 10^6 took 32
+     minutes in 2 processes on 2 cores that the test suite shared. Run it once in the
+     background: ``nohup python benchmarks/dashboard_scale.py --fill-only &``.
   2. Starts ``xe2tune serve`` on it, waits until the server has computed the page's views
      ahead (it does so after every data change), and measures the first payload, the page in
      headless Chromium (Debian ``chromium`` + ``chromium-driver``) and opening a study.
