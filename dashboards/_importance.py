@@ -45,11 +45,23 @@ def _get_importance_info(study_id: int, study: optuna.Study | None) -> Importanc
 
 
 def _build_importance_figure(info: ImportanceInfo) -> Any:
-    """Horizontal bars, most important on top."""
+    """Horizontal bars, most important on top: thick line segments from 0 (the page's plotly
+    bundle has scatter traces, no bar traces), each value written at its end."""
     go = graph_objects()
-    fig = go.Figure(go.Bar(x=info.importances, y=info.params, orientation="h",
-                           text=[f"{v:.2f}" for v in info.importances], textposition="auto"))
+    xs: list[float | None] = []
+    ys: list[str | None] = []
+    for param, value in zip(info.params, info.importances, strict=True):
+        xs += [0.0, value, None]
+        ys += [param, param, None]
+    fig = go.Figure([
+        go.Scatter(x=xs, y=ys, mode="lines", line={"width": 22, "color": "#636efa"},
+                   hoverinfo="skip", meta="bars"),
+        go.Scatter(x=info.importances, y=info.params, mode="text",
+                   text=[f" {v:.2f}" for v in info.importances], textposition="middle right",
+                   hovertemplate="%{y}: %{x:.3f}<extra></extra>", meta="values"),
+    ])
     fig.update_layout(title={"text": f"parameter importance (study {info.study_id})"},
-                      xaxis={"title": "importance (fANOVA)", "range": [0, 1]},
-                      height=340, margin={"t": 50})
+                      xaxis={"title": "importance (fANOVA)", "range": [0, 1.1]},
+                      yaxis={"type": "category"}, showlegend=False, height=340,
+                      margin={"t": 50})
     return fig

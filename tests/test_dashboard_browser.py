@@ -219,8 +219,8 @@ def test_study_views_draw_convergence_and_importance(server: str, browser, fille
     options = browser.execute_script("return document.querySelectorAll('#study option').length")
     assert options == len(filled.study_ids)
     _wait(browser, lambda d: d.execute_script(
-        "return document.querySelectorAll('#importance g.trace.bars').length > 0"),
-        what="the parameter importance bars")
+        "return document.querySelectorAll('#importance g.textpoint').length > 0"),
+        what="the parameter importance bars and their values")
     assert browser.execute_script(
         "return document.querySelectorAll('#convergence g.trace.scatter').length") >= 2
     browser.execute_script("document.getElementById('studies').scrollIntoView()")
@@ -284,7 +284,7 @@ def test_report_is_one_offline_file_with_the_same_views(offline_browser, filled:
     assert len(offline_browser.execute_script(
         "return document.querySelectorAll('#best tbody tr.row')")) == tuned
     _wait(offline_browser, lambda d: d.execute_script(
-        "return document.querySelectorAll('#importance g.trace.bars').length > 0"),
-        what="the importance bars of the report")
+        "return document.querySelectorAll('#importance g.textpoint').length > 0"),
+        what="the importance bars of the report and their values")
     _save(offline_browser, "report.png")
     assert _severe(offline_browser) == []

@@ -369,3 +369,28 @@ def test_the_page_never_waits_for_a_recompute(tmp_path: Path) -> None:
         held.go.set()
         cache.close()
         store.close()
+
+
+def test_every_drawn_trace_type_is_in_the_pages_plotly_bundle(store: ResultStore,
+                                                               filled: FilledDb):
+    from xe2tune.dashboards._plotly_imports import (
+        DRAWN_TRACE_TYPES,
+        GL2D_BUNDLE,
+        GL2D_VERSION,
+        plotly_js,
+    )
+
+    cache = DashboardCache(store)
+    views = [json.loads(cache.roofline(d.id)) for d in store.devices()]
+    for study_id in filled.study_ids[:3]:
+        views += [json.loads(cache.study(study_id)), json.loads(cache.importance(study_id))]
+    drawn = {trace.get("type", "scatter") for view in views if view.get("figure")
+             for trace in view["figure"]["data"]}
+    assert drawn and drawn <= DRAWN_TRACE_TYPES, drawn
+    bundle = GL2D_BUNDLE.read_text(encoding="utf-8")
+    assert f"(gl2d - minified) v{GL2D_VERSION}" in bundle[:200]
+    for kind in DRAWN_TRACE_TYPES:
+        assert f'moduleType:"trace",name:"{kind}"' in bundle, kind
+    from plotly.offline import get_plotlyjs_version
+    served = plotly_js()
+    assert (served == bundle) == (get_plotlyjs_version() == GL2D_VERSION)
