@@ -37,10 +37,18 @@ def _table_row(row: BestRow) -> dict[str, Any]:
     return flat
 
 
+# Studies the page's study list offers: the most recent ones. A list of thousands is no use to
+# read and costs the page half a second to build; any other study opens from its table row.
+STUDY_CHOICES = 200
+
+
 def summary_view(summary: DashboardSummary, *, study_ids: set[int] | None = None
                  ) -> dict[str, Any]:
-    """The first payload: counts, devices, the table's filters, the study list."""
-    studies = [s for s in summary.studies if study_ids is None or s.id in study_ids]
+    """The first payload: counts, devices, the table's filters, the study list (the given
+    studies, else the ``STUDY_CHOICES`` most recent ones)."""
+    if study_ids is None:
+        study_ids = set(sorted((s.id for s in summary.studies), reverse=True)[:STUDY_CHOICES])
+    studies = [s for s in summary.studies if s.id in study_ids]
     return {
         "version": summary.version,
         "counts": {"measurements": summary.n_measurements, "ok": summary.n_ok,

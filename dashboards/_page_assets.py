@@ -188,6 +188,13 @@ PAGE_SCRIPT = """
     return tr;
   }
 
+  // A table row's study as the study list names studies (for one the list does not offer).
+  function studyTitle(row) {
+    return "study " + row.study_id + ": " + row.mode + " d" + row.head_dim + " " + row.dtype +
+      " q" + row.q_len + " kv" + row.kv_len + " h" + row.heads_q + "/" + row.heads_kv + " b" +
+      row.batch + " on " + row.device + " (" + row.family + ")";
+  }
+
   function drawRows(page) {
     const body = [];
     for (const row of page.rows) {
@@ -207,9 +214,14 @@ PAGE_SCRIPT = """
       tr.addEventListener("click", function () {
         if (view.open.has(id)) view.open.delete(id); else view.open.add(id);
         drawRows(page);
-        if (summary.studies.some(([sid]) => sid === row.study_id)) {
+        const select = document.getElementById("study");
+        const listed = [...select.options].some(o => o.value === String(row.study_id));
+        if (!listed && embedded === null) {  // live: any study opens; a report has its own
+          select.add(new Option(studyTitle(row), String(row.study_id)));
+        }
+        if (listed || embedded === null) {
           view.study = String(row.study_id);
-          document.getElementById("study").value = view.study;
+          select.value = view.study;
           drawStudy();
         }
       });
@@ -298,10 +310,11 @@ PAGE_SCRIPT = """
       return;
     }
     const id = view.study;
+    const pending = source.importance(id);  // asked at once: the server may take a while
     const study = await source.study(id);
     if (id !== view.study) return;  // another study was opened meanwhile
     await Plotly.react(convergence, study.figure.data, study.figure.layout, plotConfig);
-    const ranked = await source.importance(id);
+    const ranked = await pending;
     if (id !== view.study) return;
     if (ranked.figure) {
       importance.querySelector(".note")?.remove();
@@ -330,9 +343,10 @@ PAGE_SCRIPT = """
     const c = summary.counts;
     const mode = settings.live ? "live, checks every " + settings.pollMs / 1000 + " s"
                                : "report generated " + settings.generated;
-    const shown = embedded === null ? "" : " \\u00b7 " + embedded.rows.length + " of " +
-      c.tuned + " table rows and " + summary.studies.length + " of " + c.studies +
-      " studies in this file";
+    const shown = embedded === null ? (summary.studies.length < c.studies ? " \\u00b7 the " +
+      summary.studies.length + " latest of " + c.studies + " studies listed (any opens from " +
+      "its table row)" : "") : " \\u00b7 " + embedded.rows.length + " of " + c.tuned +
+      " table rows and " + summary.studies.length + " of " + c.studies + " studies in this file";
     document.getElementById("status").textContent =
       mode + " \\u00b7 data version " + summary.version + " \\u00b7 " +
       c.measurements.toLocaleString("en") + " measurements (" + c.ok.toLocaleString("en") +

@@ -394,3 +394,19 @@ def test_every_drawn_trace_type_is_in_the_pages_plotly_bundle(store: ResultStore
     from plotly.offline import get_plotlyjs_version
     served = plotly_js()
     assert (served == bundle) == (get_plotlyjs_version() == GL2D_VERSION)
+
+
+def test_the_study_list_offers_the_latest_studies_and_counts_them_all(
+        store: ResultStore, filled: FilledDb, monkeypatch: pytest.MonkeyPatch):
+    from xe2tune.dashboards import _page
+
+    summary = collect_summary(store)
+    every = sorted(s.id for s in summary.studies)
+    assert len(every) > 2
+    monkeypatch.setattr(_page, "STUDY_CHOICES", 2)
+    view = _page.summary_view(summary)
+    assert [sid for sid, _ in view["studies"]] == every[-2:]
+    assert view["counts"]["studies"] == len(every)
+    chosen = {every[0]}  # a report names the studies it embeds
+    assert [sid for sid, _ in _page.summary_view(summary, study_ids=chosen)["studies"]] == [
+        every[0]]
