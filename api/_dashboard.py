@@ -57,6 +57,13 @@ def _json(body: str) -> Response:
     return Response(body, media_type="application/json", headers={"Cache-Control": "no-store"})
 
 
+def _found(view: str | None, what: str) -> str:
+    """The view, or a 404 naming what does not exist."""
+    if view is None:
+        raise HTTPException(404, f"no {what}")
+    return view
+
+
 @router.get("/dashboard/summary")
 async def dashboard_summary(cache: DashboardDep) -> Response:
     """The page's first payload: counts, devices, filters and studies at the current version."""
@@ -70,9 +77,7 @@ async def dashboard_roofline(
 ) -> Response:
     """One device's roofline: every best, baseline and Pareto point, a sample of the rest."""
     view = await run_in_threadpool(cache.roofline, device_id, max_points)
-    if view is None:
-        raise HTTPException(404, f"no device {device_id}")
-    return _json(view)
+    return _json(_found(view, f"device {device_id}"))
 
 
 @router.get("/dashboard/best")
@@ -102,9 +107,7 @@ async def dashboard_study(
 ) -> Response:
     """One study's convergence, read when the study is opened."""
     view = await run_in_threadpool(cache.study, study_id)
-    if view is None:
-        raise HTTPException(404, f"no study {study_id}")
-    return _json(view)
+    return _json(_found(view, f"study {study_id}"))
 
 
 @router.get("/dashboard/importance/{study_id}")
@@ -113,9 +116,7 @@ async def dashboard_importance(
 ) -> Response:
     """One study's parameter importance, computed on first request (fANOVA takes a while)."""
     view = await run_in_threadpool(cache.importance, study_id)
-    if view is None:
-        raise HTTPException(404, f"no study {study_id}")
-    return Response(view, media_type="application/json")
+    return Response(_found(view, f"study {study_id}"), media_type="application/json")
 
 
 @router.get("/static/plotly-{version}.min.js")

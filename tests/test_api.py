@@ -340,6 +340,18 @@ def test_studies_404_and_422(client: TestClient):
     assert "path parameter study_id" in response.json()["detail"]
 
 
+@pytest.mark.parametrize(("path", "detail"), [
+    ("/dashboard/roofline/999999", "no device 999999"),
+    ("/dashboard/study/999999", "no study 999999"),
+    ("/dashboard/importance/999999", "no study 999999"),
+])
+def test_dashboard_views_404_name_what_does_not_exist(client: TestClient, path: str,
+                                                      detail: str):
+    response = client.get(path)
+    assert response.status_code == 404
+    assert detail in response.text
+
+
 # -- POST /v1/results ---------------------------------------------------------------------------
 
 
