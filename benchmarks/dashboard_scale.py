@@ -12,22 +12,34 @@ What it does:
      minutes in 2 processes on 2 cores that the test suite shared. Run it once in the
      background: ``nohup python benchmarks/dashboard_scale.py --fill-only &``.
   2. Starts ``xe2tune serve`` on it, waits until the server has computed the page's views
-     ahead (it does so after every data change), and measures the first payload, the page in
-     headless Chromium (Debian ``chromium`` + ``chromium-driver``) and opening a study.
+     ahead (it does so after every data change), and measures the first payload, then in
+     headless Chromium (Debian ``chromium`` + ``chromium-driver``), ``--rounds`` times, a fresh
+     browser's first and second visit, switching the roofline to each other device and
+     opening a study. ``--peer XE2TUNE`` serves the same database from another tree's
+     ``xe2tune`` (say the previous commit's, installed in its own virtualenv) and measures
+     both pages in the same rounds, alternating which goes first.
   3. Runs ``api_load``'s varied-query load (paced at 2,000 req/s, then wrk closed-loop).
   4. Runs ``xe2tune results --format csv`` into /dev/null and reports its peak RSS.
 
 Usage:
     python benchmarks/dashboard_scale.py [--measurements 1000000] [--problems 2000]
         [--db-dir DIR] [--fill-only] [--db URL (measure this database, no fill)]
+        [--rounds 3] [--peer PATH-OF-ANOTHER-TREE'S-xe2tune] [--skip dashboard load csv]
         [api_load's load options: --rate --connections --duration --workers --distinct]
+
+The previous commit as the peer:
+    git worktree add /tmp/peer HEAD~1 && python -m venv /tmp/peer-venv && \
+      /tmp/peer-venv/bin/pip install -e /tmp/peer
+    python benchmarks/dashboard_scale.py --skip load csv --peer /tmp/peer-venv/bin/xe2tune
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -35,7 +47,7 @@ import time
 import urllib.request
 from pathlib import Path
 
-from api_load import add_load_arguments, fill, load, reusable, varied_queries, warm_up
+from api_load import add_load_arguments, fill, load, reusable, varied_queries
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from _api_fixtures import DEVICE_A, FillPlan, running_server, xe2tune_command  # noqa: E402
@@ -51,7 +63,8 @@ TARGET_STUDY_S = 1.0
 CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
                   "--disable-background-networking", "--window-size=1366,900")
 # Open another study from the page's own select, as a person does; resolve when both of its
-# charts are drawn. Returns the milliseconds it took, measured in the page.
+# charts are drawn and on screen (the next frame). The milliseconds it took, measured in the
+# page.
 OPEN_STUDY = """
 const done = arguments[arguments.length - 1];
 const select = document.getElementById("study");
@@ -64,11 +77,38 @@ const wanted = "study " + option.value + ":";
   const title = document.querySelector("#convergence .gtitle");
   const ranked = document.querySelector("#importance .note, #importance .gtitle");
   if (title && title.textContent.startsWith(wanted) && ranked) {
-    done(performance.now() - started);
+    requestAnimationFrame(() => setTimeout(() => done(performance.now() - started), 0));
   } else {
     setTimeout(check, 10);
   }
 })();
+"""
+# Show each other device's roofline with its button, as a person does; resolve when its chart is
+# drawn (the chart names its device once drawn) and on screen (the next frame). The
+# milliseconds of each, measured in the page; null on a page without device buttons (one that
+# draws every device at once).
+SWITCH_DEVICES = """
+const done = arguments[arguments.length - 1];
+const buttons = [...document.querySelectorAll("#devices button")];
+if (!buttons.length) { done(null); return; }
+const chart = document.querySelector("#rooflines .roofline");
+const times = [];
+(function next(i) {
+  if (i === buttons.length) { done(times); return; }
+  if (buttons[i].getAttribute("aria-pressed") === "true") { next(i + 1); return; }
+  const started = performance.now();
+  buttons[i].click();
+  (function check() {
+    if (chart.dataset.device === buttons[i].textContent) {
+      requestAnimationFrame(() => setTimeout(() => {
+        times.push(performance.now() - started);
+        next(i + 1);
+      }, 0));
+    } else {
+      setTimeout(check, 10);
+    }
+  })();
+})(0);
 """
 
 
@@ -139,35 +179,77 @@ def wait_for_views(base: str, started: float) -> None:
           f"{time.monotonic() - started:.1f} s after it started")
 
 
-def measure_dashboard(base: str, started: float) -> None:
-    """First payload, first complete render (first visit, then again), opening a study."""
-    wait_for_views(base, started)
+def _marks(marks: dict[str, float]) -> str:
+    return ", ".join(f"{k} {v / 1e3:.2f} s" for k, v in sorted(marks.items(),
+                                                             key=lambda kv: kv[1]))
+
+
+def _one_browser(base: str) -> dict[str, object]:
+    """A fresh browser's first and second visit, each other device's roofline, a study."""
+    driver = browser()
+    try:
+        first = render(driver, base)
+        second = render(driver, base)
+        sizes = driver.execute_script(
+            "return performance.getEntriesByType('resource')"
+            ".filter(e => e.name.includes('/dashboard/'))"
+            ".map(e => [e.name.split('/dashboard/')[1], e.encodedBodySize])")
+        switches = driver.execute_async_script(SWITCH_DEVICES)
+        study_ms = driver.execute_async_script(OPEN_STUDY)
+    finally:
+        driver.quit()
+    return {"first": first, "second": second, "sizes": sizes, "switches": switches,
+            "study_ms": study_ms}
+
+
+def measure_dashboard(bases: dict[str, str], started: float, rounds: int) -> None:
+    """First payload, then per round and page: first complete render (a fresh browser's first
+    visit, then its second), switching devices, opening a study; the pages alternate."""
+    for base in bases.values():
+        wait_for_views(base, started)
+    base = next(iter(bases.values()))
     html_bytes, html_s = timed_get(f"{base}/")
     summary_bytes, summary_s = timed_get(f"{base}/dashboard/summary")
     print(f"first payload: the page {html_bytes / 1e6:.2f} MB (summary embedded) in "
           f"{html_s:.2f} s; /dashboard/summary alone {summary_bytes / 1e6:.2f} MB in "
           f"{summary_s:.2f} s; plotly.js is a separate immutable asset the browser caches")
-    driver = browser()
-    try:
-        for label in ("first visit", "second visit"):
-            marks = render(driver, base)
-            print(f"first complete render ({label}): {marks['xe2t-ready'] / 1e3:.2f} s from "
-                  "navigation start (page marks: " + ", ".join(
-                      f"{k} {v / 1e3:.2f} s" for k, v in sorted(marks.items(),
-                                                                key=lambda kv: kv[1])) + ")")
-        sizes = driver.execute_script(
-            "return performance.getEntriesByType('resource')"
-            ".filter(e => e.name.includes('/dashboard/'))"
-            ".map(e => [e.name.split('/dashboard/')[1], e.encodedBodySize])")
-        print("on-demand responses (bytes): " + json.dumps(sizes))
-        opened_ms = driver.execute_async_script(OPEN_STUDY)
-        print(f"opening a study (convergence and importance drawn, in the page): "
-              f"{opened_ms / 1e3:.2f} s (target <= {TARGET_STUDY_S:.0f} s)")
-    finally:
-        driver.quit()
-    ok = html_bytes / 1e6 <= TARGET_PAYLOAD_MB
-    print(f"target first payload <= {TARGET_PAYLOAD_MB} MB: {'MET' if ok else 'MISSED'}; "
-          f"render target <= {TARGET_RENDER_S:.0f} s: see the lines above")
+    runs: dict[str, list[dict[str, object]]] = {label: [] for label in bases}
+    for number in range(rounds):
+        order = list(bases.items()) if number % 2 == 0 else list(reversed(bases.items()))
+        for label, page_base in order:
+            run = _one_browser(page_base)
+            runs[label].append(run)
+            switches = run["switches"]
+            print(f"round {number + 1}, {label}: first complete render: first visit "
+                  f"{run['first']['xe2t-ready'] / 1e3:.2f} s ({_marks(run['first'])}); "
+                  f"second visit {run['second']['xe2t-ready'] / 1e3:.2f} s; "
+                  + ("every device drawn at once" if switches is None else
+                     "another device's roofline " + ", ".join(
+                         f"{ms / 1e3:.2f}" for ms in switches) + " s")
+                  + f"; opening a study {run['study_ms'] / 1e3:.2f} s", flush=True)
+    print("on-demand responses of the first page (bytes): "
+          + json.dumps(next(iter(runs.values()))[0]["sizes"]))
+    for label, page_runs in runs.items():
+        def median_s(values: list[float]) -> str:
+            return f"{statistics.median(values) / 1e3:.2f} s"
+        firsts = [r["first"]["xe2t-ready"] for r in page_runs]
+        print(f"{label} over {rounds} rounds: first complete render, first visit median "
+              f"{median_s(firsts)} (max {max(firsts) / 1e3:.2f} s), second visit median "
+              f"{median_s([r['second']['xe2t-ready'] for r in page_runs])}; opening a study "
+              f"median {median_s([r['study_ms'] for r in page_runs])}"
+              + ("" if page_runs[0]["switches"] is None else
+                 "; another device's roofline median "
+                 + median_s([ms for r in page_runs for ms in r["switches"]])))
+    mine = runs["this tree"]
+    verdicts = {
+        f"first payload <= {TARGET_PAYLOAD_MB} MB": html_bytes / 1e6 <= TARGET_PAYLOAD_MB,
+        f"first complete render <= {TARGET_RENDER_S:.0f} s on every first visit": all(
+            r["first"]["xe2t-ready"] <= TARGET_RENDER_S * 1e3 for r in mine),
+        f"opening a study <= {TARGET_STUDY_S:.0f} s every time": all(
+            r["study_ms"] <= TARGET_STUDY_S * 1e3 for r in mine),
+    }
+    print("targets (this tree): " + "; ".join(
+        f"{what}: {'MET' if met else 'MISSED'}" for what, met in verdicts.items()))
 
 
 def _high_water_mb(pid: int) -> float | None:
@@ -207,6 +289,10 @@ def main() -> None:
     parser.add_argument("--fill-only", action="store_true")
     parser.add_argument("--skip", nargs="*", default=[], choices=("dashboard", "load", "csv"),
                         help="parts not to measure")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="fresh browsers per page (each: a first and a second visit)")
+    parser.add_argument("--peer", help="another tree's xe2tune console script: its page is "
+                                       "measured in the same rounds")
     add_load_arguments(parser)
     args = parser.parse_args()
     url = args.db
@@ -230,15 +316,21 @@ def main() -> None:
           + f", {os.cpu_count()} cores; load average " + ", ".join(
               f"{v:.2f}" for v in os.getloadavg()))
     started = time.monotonic()
-    with tempfile.TemporaryDirectory() as tmp, \
-            running_server(url, Path(tmp) / "serve.log", workers=args.workers) as base:
+    with tempfile.TemporaryDirectory() as tmp, contextlib.ExitStack() as servers:
+        base = servers.enter_context(running_server(url, Path(tmp) / "serve.log",
+                                                    workers=args.workers))
+        bases = {"this tree": base}
+        if args.peer and "dashboard" not in args.skip:
+            bases["peer"] = servers.enter_context(running_server(
+                url, Path(tmp) / "peer.log", workers=args.workers, executable=args.peer))
         if "dashboard" not in args.skip:
-            measure_dashboard(base, started)
+            measure_dashboard(bases, started, args.rounds)
+            if args.peer:
+                servers.close()  # the load below is this tree's alone
+                base = servers.enter_context(running_server(url, Path(tmp) / "serve2.log",
+                                                            workers=args.workers))
         if "load" not in args.skip:
-            queries = varied_queries(url, args.distinct)
-            print(f"warm-up ({len(queries)} varied queries): "
-                  f"{warm_up(base, queries, args.workers):.1f} s")
-            load(base, queries, args)
+            load(base, varied_queries(url, args.distinct), args)
     if "csv" not in args.skip:
         measure_csv(url)
 

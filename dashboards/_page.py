@@ -1,10 +1,10 @@
 """The dashboard page and the JSON of each view it draws.
 
-The live page (``/``) embeds only the summary and fetches each view when it shows it: a roofline
-per device, a page of the best-configs table, a study. ``xe2tune report`` embeds the same views,
-bounded (every device's roofline, the first ``REPORT_ROWS`` table rows, the ``REPORT_STUDIES``
-studies with the most trials), and plotly.js: one offline file whose size does not grow with
-the database.
+The live page (``/``) embeds only the summary and fetches each view when it shows it: the
+roofline of the device its buttons select, a page of the best-configs table, a study.
+``xe2tune report`` embeds the same views, bounded (every device's roofline, the first
+``REPORT_ROWS`` table rows, the ``REPORT_STUDIES`` studies with the most trials), and
+plotly.js: one offline file whose size does not grow with the database.
 """
 
 from __future__ import annotations
@@ -137,7 +137,10 @@ def render_page(summary_json: str, *, embedded_json: str | None, plotly_src: str
         f"<style>{PAGE_CSS}</style>{plotly_tag}</head><body>"
         "<header><h1>xe2tune</h1><span id=\"status\"></span></header>"
         "<section><h2>Roofline</h2><p id=\"empty\" class=\"note\" hidden>No measurements yet: "
-        "run <code>xe2tune search</code>.</p><div id=\"rooflines\"></div></section>"
+        "run <code>xe2tune search</code>.</p>"
+        "<div id=\"devices\" role=\"group\" aria-label=\"device of the roofline\"></div>"
+        "<div id=\"rooflines\"><div class=\"roofline\"></div><p class=\"caption\"></p></div>"
+        "</section>"
         "<section><h2>Best configs</h2><div id=\"filters\"></div>"
         "<div class=\"scroll\"><table id=\"best\"><thead></thead><tbody></tbody></table></div>"
         "<div id=\"pager\"></div></section>"

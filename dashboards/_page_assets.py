@@ -1,10 +1,12 @@
 """The dashboard page's stylesheet and script (kept apart from the Python that fills them).
 
-The script draws the embedded summary's table filters and study list, then fetches each view:
+The script draws the embedded summary's table filters, study list and device buttons, then
+fetches each view (one device's roofline at a time, the one its button selects):
 live, from the server's ``/dashboard/*`` endpoints (the server filters, sorts and pages the
 table and downsamples the rooflines); in a report, from the views embedded in the file (the
 table's bounded rows are filtered and sorted in the page). It records ``performance`` marks
-(``xe2t-table``, ``xe2t-rooflines``, ``xe2t-study``, ``xe2t-ready``) for the benchmarks.
+(``xe2t-table``, ``xe2t-roofline``, ``xe2t-study``, then ``xe2t-ready`` once the frame
+showing them is produced) for the benchmarks.
 """
 
 from __future__ import annotations
@@ -35,8 +37,11 @@ tr.detail table { width: auto; margin: .2rem 0 .4rem; }
 #study { max-width: 100%; }
 .scroll { max-height: 75vh; overflow-y: auto; }
 .caption { color: #555; font-size: 12px; margin: 0 0 0 1rem; }
-#rooflines { display: grid; grid-template-columns: repeat(auto-fit, minmax(600px, 1fr));
-             gap: .5rem 1rem; }
+#devices { display: flex; flex-wrap: wrap; gap: .3rem; margin: 0 0 .4rem; }
+#devices button { font: inherit; padding: 2px 10px; border: 1px solid #bbb; border-radius: 3px;
+                  background: #f7f7f7; cursor: pointer; }
+#devices button[aria-pressed="true"] { background: #1f4e79; border-color: #1f4e79; color: #fff; }
+#rooflines { max-width: 920px; }
 """
 
 PAGE_SCRIPT = """
@@ -48,8 +53,11 @@ PAGE_SCRIPT = """
   const embedded = embeddedNode ? JSON.parse(embeddedNode.textContent) : null;
   let summary = JSON.parse(document.getElementById("xe2t-data").textContent);
   const view = {sort: null, order: "asc", filters: {}, offset: 0, limit: 50, study: null,
-                open: new Set()};
+                device: null, open: new Set()};
+  // WebGL charts at the screen's pixel ratio: plotly's default of 2 gives a 1x screen four
+  // times the pixels to draw and composite (with 4x antialiasing, without a GPU: seconds).
   const plotConfig = {displaylogo: false, responsive: true,
+                      plotGlPixelRatio: Math.min(Math.max(window.devicePixelRatio || 1, 1), 4),
                       modeBarButtonsToRemove: ["lasso2d", "select2d"]};
   // [key, header, class, tooltip]: the numbers an engineer compares first, then the problem.
   const columns = [
@@ -88,7 +96,8 @@ PAGE_SCRIPT = """
 
   // "?max_points=N" on the page's URL sets each roofline's point budget (the server's default
   // otherwise): fewer for a slow machine, more to see more of the cloud.
-  const budget = new URLSearchParams(window.location.search).get("max_points");
+  const asked = Object.fromEntries(new URLSearchParams(window.location.search));
+  const budget = asked.max_points;
   const source = embedded === null ? {
     summary: () => getJSON("dashboard/summary"),
     roofline: id => getJSON("dashboard/roofline/" + id +
@@ -252,16 +261,6 @@ PAGE_SCRIPT = """
     drawRows(await source.page(query));
   }
 
-  async function drawRoofline(box, device) {
-    const roofline = await source.roofline(device.id);
-    const div = box.querySelector(".roofline");
-    div.dataset.device = roofline.device;
-    div.dataset.points = String(roofline.n_points);
-    div.dataset.measurements = String(roofline.n_measurements);
-    box.querySelector(".caption").textContent = roofline.caption;
-    await Plotly.react(div, withHovers(roofline), roofline.figure.layout, plotConfig);
-  }
-
   // The server sends each hover's problem and config lines once (hover_lines) and per point
   // their indexes: put the full hover texts back together.
   function withHovers(roofline) {
@@ -277,28 +276,53 @@ PAGE_SCRIPT = """
     });
   }
 
-  // Every device's box first, in device order, so each chart is sized by the final grid.
-  async function drawRooflines() {
-    const grid = document.getElementById("rooflines");
-    const old = new Map([...grid.children].map(box => [box.dataset.deviceId, box]));
-    const boxes = summary.devices.map(function (device) {
-      let box = old.get(String(device.id));
-      old.delete(String(device.id));
-      if (!box) {
-        box = document.createElement("div");
-        box.dataset.deviceId = String(device.id);
-        const chart = document.createElement("div");
-        chart.className = "roofline";
-        const caption = document.createElement("p");
-        caption.className = "caption";
-        box.append(chart, caption);
-      }
-      return box;
+  // One device's roofline at a time, chosen by its button ("?device=ID" on the page's URL
+  // chooses the first; the choice is kept in the URL). Each WebGL chart costs the page two
+  // contexts (browsers keep 16 alive) and, without a GPU, about half a second to draw: a chart
+  // per device would not scale with a lab's devices. Redrawing into the same chart keeps its
+  // contexts.
+  function chooseDevice() {
+    const ids = summary.devices.map(d => String(d.id));
+    if (!ids.includes(view.device)) view.device = ids.includes(asked.device) ? asked.device
+                                                                              : ids[0] || null;
+    const buttons = summary.devices.map(function (device) {
+      const button = document.createElement("button");
+      button.type = "button";
+      button.textContent = device.name;
+      button.dataset.deviceId = String(device.id);
+      button.setAttribute("aria-pressed", String(String(device.id) === view.device));
+      button.addEventListener("click", function () {
+        view.device = String(device.id);
+        if (embedded === null) {
+          const url = new URL(window.location.href);
+          url.searchParams.set("device", view.device);
+          window.history.replaceState(null, "", url);
+        }
+        drawRoofline();
+      });
+      return button;
     });
-    for (const box of old.values()) Plotly.purge(box.querySelector(".roofline"));
-    grid.replaceChildren(...boxes);
+    document.getElementById("devices").replaceChildren(...buttons);
+  }
+
+  async function drawRoofline() {
+    chooseDevice();
     document.getElementById("empty").hidden = summary.counts.ok > 0;
-    await Promise.all(summary.devices.map((device, i) => drawRoofline(boxes[i], device)));
+    const div = document.querySelector("#rooflines .roofline");
+    const caption = document.querySelector("#rooflines .caption");
+    const id = view.device;
+    if (id === null) {
+      Plotly.purge(div);
+      caption.textContent = "";
+      return;
+    }
+    const roofline = await source.roofline(id);
+    if (id !== view.device) return;  // another device was chosen meanwhile
+    caption.textContent = roofline.caption;
+    await Plotly.react(div, withHovers(roofline), roofline.figure.layout, plotConfig);
+    // what the chart shows, once it is drawn
+    Object.assign(div.dataset, {device: roofline.device, points: String(roofline.n_points),
+                                measurements: String(roofline.n_measurements)});
   }
 
   async function drawStudy() {
@@ -362,7 +386,7 @@ PAGE_SCRIPT = """
     drawFilters();
     setStatus();
     await Promise.all([timed("xe2t-table", drawTable()),
-                       timed("xe2t-rooflines", drawRooflines()),
+                       timed("xe2t-roofline", drawRoofline()),
                        timed("xe2t-study", drawStudies())]);
   }
 
@@ -385,7 +409,12 @@ PAGE_SCRIPT = """
     view.study = event.target.value;
     drawStudy();
   });
-  drawAll().then(function () {
+  // Ready once the browser has produced the frame that shows every chart: a WebGL chart
+  // reaches the screen only when that frame is composited.
+  function nextFrame() {
+    return new Promise(resolve => window.requestAnimationFrame(() => setTimeout(resolve, 0)));
+  }
+  drawAll().then(nextFrame).then(function () {
     performance.mark("xe2t-ready");
     window.xe2tTimings = Object.fromEntries(performance.getEntriesByType("mark")
       .filter(m => m.name.startsWith("xe2t-")).map(m => [m.name, m.startTime]));

@@ -196,13 +196,18 @@ def xe2tune_command() -> str:
 
 @contextmanager
 def running_server(db_url: str, log_path: Path, *, token: str | None = None, workers: int = 1,
-                   startup_s: float = 120.0, extra_args: tuple[str, ...] = ()) -> Iterator[str]:
-    """``xe2tune serve`` as a real process on a free loopback port; yields its base URL."""
+                   startup_s: float = 120.0, extra_args: tuple[str, ...] = (),
+                   executable: str | None = None) -> Iterator[str]:
+    """``xe2tune serve`` as a real process on a free loopback port; yields its base URL.
+
+    ``executable``: another tree's ``xe2tune`` console script (benchmarks compare two), else
+    this environment's.
+    """
     port = free_port()
     env = {k: v for k, v in os.environ.items() if k != "XE2TUNE_API_TOKEN"}
     if token is not None:
         env["XE2TUNE_API_TOKEN"] = token
-    command = [xe2tune_command(), "serve", "--host", "127.0.0.1", "--port", str(port),
+    command = [executable or xe2tune_command(), "serve", "--host", "127.0.0.1", "--port", str(port),
                "--db", db_url, "--workers", str(workers), *extra_args]
     with log_path.open("w") as log:
         process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, env=env)

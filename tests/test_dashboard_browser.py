@@ -54,28 +54,31 @@ pytestmark = [
     ),
 ]
 
-# What each roofline chart shows: markers actually drawn as SVG paths for its point traces,
+# What the roofline chart shows: markers actually drawn as SVG paths for its point traces,
 # the tick labels of both axes, its title and annotations, and whether the title overlaps
 # the chart's toolbar.
-CHARTS = """
-return [...document.querySelectorAll('#rooflines .roofline')].map(function (chart) {
-  let drawn = 0;
-  for (const trace of chart._fullData) {
-    if (trace.meta !== 'roof') {
-      drawn += chart.querySelectorAll('g.trace' + trace.uid + ' path.point').length;
-    }
+CHART = """
+const chart = document.querySelector('#rooflines .roofline');
+let drawn = 0;
+for (const trace of chart._fullData) {
+  if (trace.meta !== 'roof') {
+    drawn += chart.querySelectorAll('g.trace' + trace.uid + ' path.point').length;
   }
-  const texts = sel => [...chart.querySelectorAll(sel)].map(t => t.textContent);
-  const title = chart.querySelector('.gtitle').getBoundingClientRect();
-  const bar = chart.querySelector('.modebar').getBoundingClientRect();
-  const overlap = !(title.right <= bar.left || bar.right <= title.left ||
-                    title.bottom <= bar.top || bar.bottom <= title.top);
-  return {device: chart.dataset.device, drawn: drawn, points: +chart.dataset.points,
-          measurements: +chart.dataset.measurements, yticks: texts('.ytick text'),
-          xticks: texts('.xtick text'), caption: chart.nextElementSibling.textContent,
-          notes: texts('.annotation-text'), overlap: overlap};
-});
+}
+const texts = sel => [...chart.querySelectorAll(sel)].map(t => t.textContent);
+const title = chart.querySelector('.gtitle').getBoundingClientRect();
+const bar = chart.querySelector('.modebar').getBoundingClientRect();
+const overlap = !(title.right <= bar.left || bar.right <= title.left ||
+                  title.bottom <= bar.top || bar.bottom <= title.top);
+return {device: chart.dataset.device, drawn: drawn, points: +chart.dataset.points,
+        measurements: +chart.dataset.measurements, yticks: texts('.ytick text'),
+        xticks: texts('.xtick text'), caption: chart.nextElementSibling.textContent,
+        notes: texts('.annotation-text'), overlap: overlap,
+        charts: document.querySelectorAll('#rooflines .js-plotly-plot').length,
+        pressed: [...document.querySelectorAll('#devices button[aria-pressed=true]')]
+                 .map(b => b.textContent)};
 """
+DEVICE_BUTTONS = "return [...document.querySelectorAll('#devices button')].map(b => b.textContent)"
 # Right edge of each header cell, and how wide the page scrolls.
 HEADERS = """
 return {width: window.innerWidth, scroll: document.documentElement.scrollWidth,
@@ -149,6 +152,23 @@ def _open(driver, url: str) -> None:
           what="the dashboard's first complete render")
 
 
+def _roofline_of(driver, device: str) -> dict:
+    """Choose ``device`` with its button and return what its drawn chart shows."""
+    driver.execute_script(
+        "[...document.querySelectorAll('#devices button')]"
+        ".find(b => b.textContent === arguments[0]).click()", device)
+    _wait(driver, lambda d: d.execute_script(
+        "return document.querySelector('#rooflines .roofline').dataset.device") == device,
+        what=f"the roofline of {device}")
+    return driver.execute_script(CHART)
+
+
+def _every_roofline(driver) -> dict[str, dict]:
+    """Each device's chart, chosen in turn with the device buttons."""
+    return {name: _roofline_of(driver, name)
+            for name in driver.execute_script(DEVICE_BUTTONS)}
+
+
 def _save(driver, name: str) -> None:
     ARTIFACTS.mkdir(exist_ok=True)
     driver.save_screenshot(str(ARTIFACTS / name))
@@ -157,10 +177,13 @@ def _save(driver, name: str) -> None:
 def test_rooflines_read_in_engineering_units_and_keep_every_best(server: str, browser,
                                                                   filled: FilledDb):
     _open(browser, f"{server}/?max_points={BUDGET}")
-    charts = {c["device"]: c for c in browser.execute_script(CHARTS)}
+    first = browser.execute_script(CHART)
     _save(browser, "dashboard.png")
+    charts = _every_roofline(browser)
     assert set(charts) == set(filled.ok_per_device)
+    assert first["device"] == browser.execute_script(DEVICE_BUTTONS)[0]
     for name, chart in charts.items():
+        assert chart["charts"] == 1 and chart["pressed"] == [name]  # one device at a time
         assert chart["measurements"] == filled.ok_per_device[name]
         assert chart["drawn"] == chart["points"]  # every drawn point is a visible marker
         assert chart["yticks"]
@@ -170,7 +193,7 @@ def test_rooflines_read_in_engineering_units_and_keep_every_best(server: str, br
         assert any(n.endswith("TFLOP/s") for n in chart["notes"])
         assert any(n.startswith("ridge ") for n in chart["notes"])
         assert not chart["overlap"], f"{name}: the title runs under the chart's toolbar"
-    downsampled = charts[DEVICE_A.name]
+    downsampled = _roofline_of(browser, DEVICE_A.name)
     assert downsampled["points"] < downsampled["measurements"]
     # the hovers the page joined again from the shared problem and config lines
     hovers = browser.execute_script(
@@ -181,6 +204,17 @@ def test_rooflines_read_in_engineering_units_and_keep_every_best(server: str, br
                and "trial " in h.split("<br>")[3] for h in hovers)
     assert downsampled["caption"].startswith(
         f"{downsampled['points']} points stand for {downsampled['measurements']} measurements")
+    assert _severe(browser) == []
+
+
+def test_the_chosen_device_stays_in_the_url(server: str, browser, filled: FilledDb):
+    _open(browser, f"{server}/")
+    last = browser.execute_script(DEVICE_BUTTONS)[-1]
+    assert _roofline_of(browser, last)["device"] == last
+    url = browser.current_url
+    assert "device=" in url
+    _open(browser, url)  # a reload, or the link sent to a colleague
+    assert browser.execute_script(CHART)["device"] == last
     assert _severe(browser) == []
 
 
@@ -271,7 +305,7 @@ def test_report_is_one_offline_file_with_the_same_views(offline_browser, filled:
                    check=True, timeout=600, capture_output=True)
     assert "<script src=" not in out.read_text(encoding="utf-8")
     _open(offline_browser, out.as_uri())
-    charts = offline_browser.execute_script(CHARTS)
+    charts = list(_every_roofline(offline_browser).values())
     store = open_store(filled.url)
     try:
         expected = {d.name for d in store.devices()}
