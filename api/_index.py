@@ -4,9 +4,11 @@ Launchers ask the same few keys over and over, so answers are kept as ready resp
 request that hits the index touches neither the database nor a serialiser. A background poller
 (see ``api/main.py``) watches ``ResultStore.data_version()``, one indexed row read; when it
 changes, :meth:`BestIndex.refresh` reloads the devices and the best config of every tuned
-problem, recomputes the recently asked answers off the request path and swaps everything in at
-once. The exact-or-nearest rule is the store's own (``ResultStore.best``): the index never
-re-implements it, it remembers its answers.
+problem, recomputes the remembered answers whose bests changed off the request path and swaps
+everything in at once. Every answer, a new query's included, is chosen from that snapshot by
+the store's own exact-or-nearest rule (``xe2tune.db.best_among``, what ``ResultStore.best``
+answers), so no request reads the database: a lab's untuned keys cost microseconds, not a
+query over their candidates' trials.
 """
 
 from __future__ import annotations
@@ -17,13 +19,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from xe2tune.api.schemas import BestPublic
-from xe2tune.db import BestQuery, BestResult, DeviceRecord, export_json
+from xe2tune.db import BestQuery, BestResult, DeviceRecord, best_among, export_json, names_device
 
 if TYPE_CHECKING:
     from xe2tune.db import ResultStore
 
 MAX_ANSWERS = 4096  # distinct queries remembered; the oldest is dropped beyond this
-REWARM = 512  # most recent queries recomputed when the data changes
 HINT_ITEMS = 8
 
 
@@ -53,12 +54,10 @@ class _Snapshot:
     tuned: tuple[BestResult, ...] = ()
     configs: bytes = b""
     answers: dict[BestQuery, Answer] = field(default_factory=dict)
+    groups: dict[tuple[str, int, str, bool], list[BestResult]] = field(default_factory=dict)
 
-
-def names_device(wanted: str, name: str, device_id: int | None) -> bool:
-    """The store's device filter rule: an id, or the name compared case-insensitively."""
-    wanted = wanted.strip()
-    return wanted.lower() == name.lower() or (wanted.isdigit() and int(wanted) == device_id)
+    def __post_init__(self) -> None:
+        self.groups = _groups(self.tuned)
 
 
 def _key(mode: str, head_dim: int, dtype: str, causal: bool) -> tuple[str, int, str, bool]:
@@ -141,14 +140,13 @@ class BestIndex:
             tuned = tuple(self._store.best_per_problem())
             fresh = _Snapshot(version=version, devices=tuple(self._store.devices()), tuned=tuned,
                               configs=export_json(tuned).encode())
-            before, after = _groups(old.tuned), _groups(tuned)
             same_devices = old.devices == fresh.devices
-            for query, answer in list(old.answers.items())[-REWARM:]:
+            for query, answer in list(old.answers.items()):
                 key = _key(query.mode, query.head_dim, query.dtype, query.causal)
                 # An answer depends only on the best configs of its (mode, D, dtype, causal)
                 # group: most writes during a search change no best config, so most answers
-                # carry over without a query.
-                unchanged = same_devices and before.get(key) == after.get(key)
+                # carry over as they are.
+                unchanged = same_devices and old.groups.get(key) == fresh.groups.get(key)
                 fresh.answers[query] = (answer if unchanged and answer.status == 200
                                         else self._compute(fresh, query))
             self._snapshot = fresh
@@ -166,17 +164,15 @@ class BestIndex:
         ):
             known = ", ".join(sorted({d.name for d in snapshot.devices})) or "none"
             return _error(404, f"no device {query.device!r} in the database; known: {known}")
-        key = _key(query.mode, query.head_dim, query.dtype, query.causal)
-        same_key = [
-            b for b in snapshot.tuned
-            if _key(b.problem.mode, b.problem.head_dim, b.problem.dtype, b.problem.causal) == key
-            and (query.device is None or names_device(query.device, b.device, b.device_id))
-        ]
-        names = sorted({b.device for b in same_key})
+        group = snapshot.groups.get(_key(query.mode, query.head_dim, query.dtype, query.causal),
+                                    [])
+        names = sorted({b.device for b in group
+                        if query.device is None
+                        or names_device(query.device, b.device, b.device_id)})
         if query.device is None and len(names) > 1:
             return _error(422, "query parameter device: several devices have results for this "
                           "query (" + ", ".join(names) + "); accepted: one of these names or ids")
-        best = self._store.best(query) if same_key else None
+        best = best_among(group, query)
         if best is None:
             return _error(404, self._not_tuned_hint(snapshot, query))
         return Answer(200, BestPublic.from_result(best).model_dump_json().encode())

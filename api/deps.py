@@ -9,10 +9,10 @@ from fastapi import Depends, HTTPException, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
-from xe2tune.api._index import BestIndex, names_device
+from xe2tune.api._index import BestIndex
 from xe2tune.api.settings import Settings, get_settings
 from xe2tune.dashboards import DashboardCache
-from xe2tune.db import ResultStore
+from xe2tune.db import ResultStore, names_device
 
 
 def get_store(request: Request) -> ResultStore:

@@ -6,6 +6,7 @@ dir when no URL is given); it migrates the schema to head on open.
 
 from __future__ import annotations
 
+from xe2tune.db._best import best_among, names_device
 from xe2tune.db._campaign_remote import (
     BUDGET_ATTR,
     CAMPAIGN_ATTR,
@@ -58,6 +59,8 @@ from xe2tune.db._submission import (
 )
 
 __all__ = [
+    "best_among",
+    "names_device",
     "BUDGET_ATTR",
     "CAMPAIGN_ATTR",
     "CAMPAIGN_STUDY",

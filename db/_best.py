@@ -6,9 +6,10 @@ bit: seq distances are ratios max/min compared as fractions, never floating-poin
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from sqlalchemy import func, select
 
@@ -130,17 +131,62 @@ def is_exact(key: tuple) -> bool:
     return key[0] == 1 and key[1] == 1 and key[2] == 0
 
 
-def choose_device(rows: list[StudyBest], device_given: bool) -> int:
-    """The device to answer from: the newest row of the one device name among the candidates.
+def choose_device(devices: Iterable[tuple[str, int]], device_given: bool) -> int:
+    """The device to answer from, given the candidates' (device name, device id): the newest
+    id of the one device name among them.
 
     Raises:
         StoreError: no device was asked for and candidates exist on several device names.
     """
-    names = sorted({row.device_name for row in rows})
+    pairs = list(devices)
+    names = sorted({name for name, _ in pairs})
     if len(names) > 1 and not device_given:
         raise StoreError("several devices have results for this query: " + ", ".join(names)
                          + "; choose one with device")
-    return max(row.device_id for row in rows)
+    return max(device_id for _, device_id in pairs)
+
+
+class _HasProblem(Protocol):
+    @property
+    def problem(self) -> ProblemSpec: ...
+
+
+C = TypeVar("C", bound=_HasProblem)
+
+
+def nearest(candidates: Iterable[C], query: BestQuery) -> tuple[C, Match]:
+    """The candidate (one per tuned problem of one device) whose problem is nearest the query,
+    and whether it is the problem asked for."""
+    key, found = min(((nearest_key(c.problem, query), c) for c in candidates),
+                     key=lambda pair: pair[0])
+    return found, "exact" if is_exact(key) else "nearest"
+
+
+def names_device(wanted: str, name: str, device_id: int | None) -> bool:
+    """The device filter of every lookup (``device_ids`` in SQL): an id, or the name compared
+    case-insensitively."""
+    wanted = wanted.strip()
+    return wanted.lower() == name.lower() or (wanted.isdigit() and int(wanted) == device_id)
+
+
+def best_among(tuned: Iterable[BestResult], query: BestQuery) -> BestResult | None:
+    """What ``ResultStore.best`` answers for the query, chosen without a database read from
+    the bests of ``ResultStore.best_per_problem`` read at the same data version (any subset
+    holding the query's mode, head_dim, dtype and causal flag will do): the same device rule,
+    then the same nearest rule. None when nothing fits.
+
+    Raises:
+        StoreError: no device was asked for and candidates exist on several device names.
+    """
+    fits = [b for b in tuned
+            if (b.problem.mode, b.problem.head_dim, b.problem.dtype, b.problem.causal)
+            == (query.mode, query.head_dim, query.dtype, query.causal)
+            and (query.device is None or names_device(query.device, b.device, b.device_id))]
+    if not fits:
+        return None
+    device_id = choose_device(((b.device, b.device_id) for b in fits), query.device is not None)
+    found, match = nearest((b for b in fits if b.device_id == device_id), query)
+    return found.model_copy(update={"match": match, "query": query})
 
 
 def baseline_trials(session: Session, study_ids: list[int]

@@ -217,12 +217,11 @@ class SqlResultStore:
             rows = _best.study_bests(session, ids, query)
             if not rows:
                 return None
-            device_id = _best.choose_device(rows, query.device is not None)
+            device_id = _best.choose_device(((row.device_name, row.device_id) for row in rows),
+                                            query.device is not None)
             chosen = _best.best_study_per_problem(
                 [row for row in rows if row.device_id == device_id])
-            key, nearest = min(((_best.nearest_key(row.problem, query), row)
-                                for row in chosen.values()), key=lambda pair: pair[0])
-            match = "exact" if _best.is_exact(key) else "nearest"
+            nearest, match = _best.nearest(chosen.values(), query)
             return _best.best_results(session, [nearest], match=match, query=query)[0]
 
     def best_per_problem(self, device: str | None = None) -> list[BestResult]:
