@@ -25,7 +25,7 @@ async def get_configs(index: IndexDep, store: StoreDep, device: DeviceFilter) ->
     Each entry names its config's kernel family and carries the problem's seeded baselines.
     """
     if device is None:
-        body = index.configs()
+        body = await run_in_threadpool(index.configs)
     else:
         body = export_json(await run_in_threadpool(store.best_per_problem, device)).encode()
     return Response(body, media_type="application/json")

@@ -11,8 +11,8 @@ from fastapi import FastAPI
 from fastapi.concurrency import run_in_threadpool
 
 from xe2tune.api._index import BestIndex
-from xe2tune.dashboards import DashboardCache
-from xe2tune.db import open_store
+from xe2tune.dashboards import open_dashboard_views
+from xe2tune.db import default_database_url, open_store
 from xe2tune.errors import StoreError
 
 log = logging.getLogger("xe2tune.api")
@@ -42,8 +42,10 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         index.refresh()
         app.state.store = store
         app.state.best_index = index
-        dashboard = app.state.dashboard = DashboardCache(store)
-        dashboard.start_ahead(settings.index_poll_s)  # the page never waits for a recompute
+        # computed ahead (the page never waits for a recompute), in a process of its own
+        dashboard = app.state.dashboard = await run_in_threadpool(
+            open_dashboard_views, store, settings.db_url or default_database_url(),
+            settings.index_poll_s)
         poller = asyncio.create_task(_poll(index, settings.index_poll_s))
         try:
             yield

@@ -11,7 +11,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from xe2tune.api._index import BestIndex
 from xe2tune.api.settings import Settings, get_settings
-from xe2tune.dashboards import DashboardCache
+from xe2tune.dashboards import DashboardViews
 from xe2tune.db import ResultStore, names_device
 
 
@@ -25,15 +25,15 @@ def get_index(request: Request) -> BestIndex:
     return request.app.state.best_index
 
 
-def get_dashboard(request: Request) -> DashboardCache:
-    """The dashboard payload cache of this app."""
+def get_dashboard(request: Request) -> DashboardViews:
+    """The dashboard views of this app."""
     return request.app.state.dashboard
 
 
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 StoreDep = Annotated[ResultStore, Depends(get_store)]
 IndexDep = Annotated[BestIndex, Depends(get_index)]
-DashboardDep = Annotated[DashboardCache, Depends(get_dashboard)]
+DashboardDep = Annotated[DashboardViews, Depends(get_dashboard)]
 
 _bearer = HTTPBearer(auto_error=False, description="the server's XE2TUNE_API_TOKEN")
 

@@ -20,20 +20,25 @@ What it does:
   4. wrk (Debian package ``wrk``: ``apt-get install -y wrk``) with the same 200 connections as
      fast as they go: the capacity. wrk is closed-loop, so its latency is mostly queueing
      behind the other 199 connections (mean latency = connections / throughput).
+  5. The steady paced run again, on a copy of the database served by a fresh server, while
+     another process stores a trial every ``--writes-every`` seconds (0.5 by default) as a
+     campaign's workers do: the data version moves all the time and the server keeps up.
 
 The load generators share the 2 cores with the server, as the target says; the load average
 before the run is printed because other processes on the machine skew the result.
 
 Usage:
     python benchmarks/api_load.py [--measurements 100000] [--connections 200] [--duration 20]
-        [--queries fixed|varied] [--distinct 2000]
+        [--queries fixed|varied] [--distinct 2000] [--writes-every 0.5]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import multiprocessing
+import multiprocessing.synchronize
 import os
 import random
 import re
@@ -48,10 +53,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 # The synthetic-trial builders the API tests use; shared rather than copied.
-from _api_fixtures import DEVICE_A, FillPlan, fill_studies, running_server  # noqa: E402
+from _api_fixtures import (  # noqa: E402
+    DEVICE_A,
+    FillPlan,
+    fill_studies,
+    launcher_config,
+    ok_result,
+    running_server,
+)
 
 from xe2tune import config  # noqa: E402
-from xe2tune.db import open_store  # noqa: E402
+from xe2tune.db import in_memory, open_store  # noqa: E402
 from xe2tune.errors import StoreError  # noqa: E402
 from xe2tune.kernels import ProblemSpec  # noqa: E402
 
@@ -298,6 +310,70 @@ def load(base: str, queries: list[str], args: argparse.Namespace) -> tuple[dict,
     return paced, closed
 
 
+def _write_trials(url: str, every_s: float, stop: multiprocessing.synchronize.Event) -> None:
+    """A campaign's writes: an OK trial of a random study every ``every_s`` seconds, through
+    ``ResultStore.record_trial`` (as workers store them), until ``stop`` is set."""
+    store = open_store(url)
+    try:
+        studies, rng = store.studies(), random.Random(16)
+        number = 1_000_000
+        while not stop.is_set():
+            study = rng.choice(studies)
+            config = dataclasses.replace(
+                launcher_config(study.problem.head_dim, 64, 32, 2, 4),
+                knobs=(("campaign", number),))  # a config never stored before
+            store.record_trial(study.id, ok_result(study.problem, config, rng.uniform(0.1, 1)),
+                               number=number)
+            number += 1
+            stop.wait(every_s)
+    finally:
+        store.close()
+
+
+def load_while_writing(url: str, queries: list[str], args: argparse.Namespace
+                       ) -> dict | None:
+    """The steady paced run again while another process writes a trial every
+    ``args.writes_every`` seconds (the data version moves, the server re-reads what changed),
+    on a copy of the database, which stays as it was. Printed and returned (None when the
+    database is not a SQLite file, which this copies)."""
+    if not url.startswith("sqlite:///") or in_memory(url):
+        print("load while writing: skipped (it runs on a copy of a SQLite file)")
+        return None
+    source = Path(url.removeprefix("sqlite:///"))
+    with tempfile.TemporaryDirectory(dir=source.parent) as tmp:
+        copy = Path(tmp) / source.name
+        shutil.copyfile(source, copy)
+        copy_url = f"sqlite:///{copy}"
+        with running_server(copy_url, Path(tmp) / "serve.log", workers=args.workers) as base:
+            run_paced(base, queries, args.rate, args.connections, args.duration)  # the cold one
+            context = multiprocessing.get_context("spawn")
+            stop = context.Event()
+            writer = context.Process(target=_write_trials,
+                                     args=(copy_url, args.writes_every, stop))
+            before = _trial_count(copy_url)
+            writer.start()
+            try:
+                paced = run_paced(base, queries, args.rate, args.connections, args.duration)
+            finally:
+                stop.set()
+                writer.join()
+            written = _trial_count(copy_url) - before
+    print(f"GET /v1/best while a campaign writes ({written} trials, one every "
+          f"{args.writes_every:g} s, from another process)\n  "
+          + _line(f"paced at {args.rate:.0f} req/s offered, steady", paced))
+    ok = paced["p99_ms"] < TARGET_P99_MS and paced["non_2xx"] == 0
+    print(f"p99 < {TARGET_P99_MS:.0f} ms while writing: " + ("yes" if ok else "NO"))
+    return paced
+
+
+def _trial_count(url: str) -> int:
+    store = open_store(url, read_only=True)
+    try:
+        return store.count_results()
+    finally:
+        store.close()
+
+
 def add_load_arguments(parser: argparse.ArgumentParser) -> None:
     """The load options, shared with ``dashboard_scale.py``."""
     parser.add_argument("--connections", type=int, default=200)
@@ -311,6 +387,9 @@ def add_load_arguments(parser: argparse.ArgumentParser) -> None:
                              "strings drawn from the tuned problems and nearby untuned ones")
     parser.add_argument("--distinct", type=int, default=2000,
                         help="distinct query strings of --queries varied")
+    parser.add_argument("--writes-every", type=float, default=0.5, metavar="S",
+                        help="then the steady run again while a trial is written every S "
+                             "seconds (on a copy of the database); 0: not")
 
 
 def main() -> None:
@@ -328,6 +407,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp, \
             running_server(url, Path(tmp) / "serve.log", workers=args.workers) as base:
         load(base, queries, args)
+    if args.writes_every > 0:
+        load_while_writing(url, queries, args)
 
 
 if __name__ == "__main__":

@@ -15,22 +15,29 @@ What it does:
      ahead (it does so after every data change), and measures the first payload, then in
      headless Chromium (Debian ``chromium`` + ``chromium-driver``), ``--rounds`` times, a fresh
      browser's first and second visit, switching the roofline to each other device and
-     opening a study. ``--peer XE2TUNE`` serves the same database from another tree's
-     ``xe2tune`` (say the previous commit's, installed in its own virtualenv) and measures
-     both pages in the same rounds, alternating which goes first.
-  3. Runs ``api_load``'s varied-query load (paced at 2,000 req/s, then wrk closed-loop).
+     opening a study. ``--peer XE2TUNE`` serves the database (or ``--peer-db``: a tree
+     older than the database's schema refuses it, so give it a copy at its own) from another
+     tree's ``xe2tune`` (say the previous commit's, installed in its own virtualenv) and
+     measures both pages in the same rounds, alternating which goes first.
+  3. Runs ``api_load``'s varied-query load: paced at 2,000 req/s from a cold start, again
+     steady, wrk closed-loop, then the steady run again while another process writes a trial
+     every ``--writes-every`` seconds into a copy of the database (a campaign's writes).
   4. Runs ``xe2tune results --format csv`` into /dev/null and reports its peak RSS.
 
 Usage:
     python benchmarks/dashboard_scale.py [--measurements 1000000] [--problems 2000]
         [--db-dir DIR] [--fill-only] [--db URL (measure this database, no fill)]
-        [--rounds 3] [--peer PATH-OF-ANOTHER-TREE'S-xe2tune] [--skip dashboard load csv]
-        [api_load's load options: --rate --connections --duration --workers --distinct]
+        [--rounds 3] [--peer PATH-OF-ANOTHER-TREE'S-xe2tune [--peer-db URL]]
+        [--skip dashboard load csv]
+        [api_load's load options: --rate --connections --duration --workers --distinct
+         --writes-every]
 
 The previous commit as the peer:
     git worktree add /tmp/peer HEAD~1 && python -m venv /tmp/peer-venv && \
       /tmp/peer-venv/bin/pip install -e /tmp/peer
-    python benchmarks/dashboard_scale.py --skip load csv --peer /tmp/peer-venv/bin/xe2tune
+    cp /work/runs/dashboard_scale_1000000_2000.db /work/runs/peer.db  # before a migration
+    python benchmarks/dashboard_scale.py --skip load csv --peer /tmp/peer-venv/bin/xe2tune \
+      --peer-db sqlite:////work/runs/peer.db
 """
 
 from __future__ import annotations
@@ -47,7 +54,14 @@ import time
 import urllib.request
 from pathlib import Path
 
-from api_load import add_load_arguments, fill, load, reusable, varied_queries
+from api_load import (
+    add_load_arguments,
+    fill,
+    load,
+    load_while_writing,
+    reusable,
+    varied_queries,
+)
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 from _api_fixtures import DEVICE_A, FillPlan, running_server, xe2tune_command  # noqa: E402
@@ -293,6 +307,7 @@ def main() -> None:
                         help="fresh browsers per page (each: a first and a second visit)")
     parser.add_argument("--peer", help="another tree's xe2tune console script: its page is "
                                        "measured in the same rounds")
+    parser.add_argument("--peer-db", help="the database the peer serves (default: the same)")
     add_load_arguments(parser)
     args = parser.parse_args()
     url = args.db
@@ -322,7 +337,8 @@ def main() -> None:
         bases = {"this tree": base}
         if args.peer and "dashboard" not in args.skip:
             bases["peer"] = servers.enter_context(running_server(
-                url, Path(tmp) / "peer.log", workers=args.workers, executable=args.peer))
+                args.peer_db or url, Path(tmp) / "peer.log", workers=args.workers,
+                executable=args.peer))
         if "dashboard" not in args.skip:
             measure_dashboard(bases, started, args.rounds)
             if args.peer:
@@ -330,7 +346,10 @@ def main() -> None:
                 base = servers.enter_context(running_server(url, Path(tmp) / "serve2.log",
                                                             workers=args.workers))
         if "load" not in args.skip:
-            load(base, varied_queries(url, args.distinct), args)
+            queries = varied_queries(url, args.distinct)
+            load(base, queries, args)
+    if "load" not in args.skip and args.writes_every > 0:
+        load_while_writing(url, queries, args)
     if "csv" not in args.skip:
         measure_csv(url)
 

@@ -11,18 +11,25 @@ from xe2tune.dashboards._best_table import MAX_PAGE_ROWS, BestPageQuery, SortKey
 from xe2tune.dashboards._collect import DashboardSummary, ImportanceSource, collect_summary
 from xe2tune.dashboards._plotly_imports import plotly_js, plotly_version
 from xe2tune.dashboards._roofline import MAX_POINTS as ROOFLINE_POINTS
-from xe2tune.dashboards._service import DashboardCache, report_html
+from xe2tune.dashboards._service import (
+    DashboardCache,
+    DashboardViews,
+    open_dashboard_views,
+    report_html,
+)
 
 __all__ = [
     "MAX_PAGE_ROWS",
     "ROOFLINE_POINTS",
     "BestPageQuery",
     "DashboardCache",
+    "DashboardViews",
     "DashboardSummary",
     "ImportanceSource",
     "SortKey",
     "collect_summary",
     "plotly_js",
     "plotly_version",
+    "open_dashboard_views",
     "report_html",
 ]

@@ -6,7 +6,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from xe2tune.dashboards._best_table import BestPage, BestPageQuery, best_page
 from xe2tune.dashboards._collect import (
@@ -25,6 +25,7 @@ from xe2tune.dashboards._page import (
     view_json,
 )
 from xe2tune.dashboards._roofline import MAX_POINTS, _get_roofline_info
+from xe2tune.db import in_memory
 from xe2tune.errors import StoreError
 
 if TYPE_CHECKING:
@@ -35,6 +36,26 @@ log = logging.getLogger("xe2tune.dashboards")
 REPORT_ROWS = 2000  # table rows a report embeds (sorted by problem); the rest are counted
 REPORT_STUDIES = 40  # studies a report embeds, those with the most trials first
 AHEAD_KEYS = frozenset({"summary", "summary_json", "best_results"})  # and default rooflines
+
+
+class DashboardViews(Protocol):
+    """What the server asks of the dashboards: each view as JSON (or the page as HTML), at the
+    store's current data version. :class:`DashboardCache` computes them in this process,
+    ``DashboardProcess`` in a child process (see :func:`open_dashboard_views`).
+
+    Every method may raise ``StoreError`` (the database could not be read); ``roofline``,
+    ``study`` and ``importance`` answer None for an unknown id.
+    """
+
+    def page(self, *, plotly_src: str, poll_s: float) -> str: ...
+    def version(self) -> int: ...
+    def views_ready(self) -> bool: ...
+    def summary_json(self) -> str: ...
+    def roofline(self, device_id: int, max_points: int = MAX_POINTS) -> str | None: ...
+    def best_page(self, query: BestPageQuery) -> str: ...
+    def study(self, study_id: int) -> str | None: ...
+    def importance(self, study_id: int) -> str | None: ...
+    def close(self) -> None: ...
 
 
 class DashboardCache:
@@ -204,6 +225,25 @@ class DashboardCache:
 
     def _best(self) -> list[BestResult]:
         return self._cached("best_results", self._store.best_per_problem)
+
+
+def open_dashboard_views(store: ResultStore, db_url: str, ahead_every_s: float
+                         ) -> DashboardViews:
+    """The server's dashboard views, computed ahead every ``ahead_every_s`` when the data
+    changed: in a child process (``DashboardProcess``: the views' work never holds the
+    server's interpreter lock), or on ``store`` in this process when the database is in memory
+    (no other process can see it).
+
+    Raises:
+        StoreError: the child could not open the database.
+    """
+    if in_memory(db_url):
+        cache = DashboardCache(store)
+        cache.start_ahead(ahead_every_s)
+        return cache
+    from xe2tune.dashboards._process import DashboardProcess
+
+    return DashboardProcess(db_url, ahead_every_s)
 
 
 def report_html(store: ResultStore) -> str:

@@ -6,7 +6,7 @@ dir when no URL is given); it migrates the schema to head on open.
 
 from __future__ import annotations
 
-from xe2tune.db._best import best_among, names_device
+from xe2tune.db._best import best_among, best_order, names_device
 from xe2tune.db._campaign_remote import (
     BUDGET_ATTR,
     CAMPAIGN_ATTR,
@@ -30,11 +30,12 @@ from xe2tune.db._dashboard_reads import RooflinePoints, TrialDetail
 from xe2tune.db._export import export_cpp, export_json, load_json
 from xe2tune.db._frame import results_csv
 from xe2tune.db._migrate import migrate_database
-from xe2tune.db._open import default_database_url, open_store
+from xe2tune.db._open import default_database_url, in_memory, open_store
 from xe2tune.db._records import (
     BaselineResult,
     BestQuery,
     BestResult,
+    BestsSince,
     ConfirmationEntry,
     ConfirmationRecord,
     DeviceRecord,
@@ -60,6 +61,7 @@ from xe2tune.db._submission import (
 
 __all__ = [
     "best_among",
+    "best_order",
     "names_device",
     "BUDGET_ATTR",
     "CAMPAIGN_ATTR",
@@ -79,6 +81,7 @@ __all__ = [
     "BaselineResult",
     "BestQuery",
     "BestResult",
+    "BestsSince",
     "ConfirmationEntry",
     "ConfirmationRecord",
     "CorrectnessPayload",
@@ -101,6 +104,7 @@ __all__ = [
     "TrialEntry",
     "TrialRow",
     "default_database_url",
+    "in_memory",
     "export_cpp",
     "export_json",
     "load_json",

@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
-from sqlalchemy import func, select
+from sqlalchemy import exists, func, select
+from sqlalchemy.orm import aliased
 
 from xe2tune.db._confirmations import confirmed_bests, latest_confirmations
 from xe2tune.db._convert import aware
@@ -46,9 +47,11 @@ class StudyBest:
     best_median_s: float
 
 
-def study_bests(session: Session, ids: list[int] | None, query: BestQuery | None = None
-                ) -> list[StudyBest]:
-    """Every study with at least one OK trial, narrowed to the query's mode/D/dtype/causal.
+def study_bests(session: Session, ids: list[int] | None, query: BestQuery | None = None, *,
+                changed_after: int | None = None) -> list[StudyBest]:
+    """Every study with at least one OK trial, narrowed to the query's mode/D/dtype/causal and
+    to the (device, problem) pairs with a study whose results changed after data version
+    ``changed_after``.
 
     A study's best median is its newest confirmation round's, else its fastest OK trial's.
 
@@ -58,6 +61,11 @@ def study_bests(session: Session, ids: list[int] | None, query: BestQuery | None
     studies = select(Study.id).join(Problem, Problem.id == Study.problem_id)
     if ids is not None:
         studies = studies.where(Study.device_id.in_(ids))
+    if changed_after is not None:
+        changed = aliased(Study)
+        studies = studies.where(exists().where(
+            changed.device_id == Study.device_id, changed.problem_id == Study.problem_id,
+            changed.results_version > changed_after))
     if query is not None:
         studies = studies.where(Problem.mode == query.mode, Problem.head_dim == query.head_dim,
                                 Problem.dtype == query.dtype, Problem.causal == query.causal)
@@ -312,7 +320,7 @@ def _confirmed_winners(session: Session, rounds: dict[int, ConfirmationRecord]
     }
 
 
-def problem_order(result: BestResult) -> tuple:
+def best_order(result: BestResult) -> tuple:
     """Sort key of best_per_problem listings."""
     p = result.problem
     return (result.device, result.device_id, p.mode, p.head_dim, p.dtype, p.causal, p.kv_len,

@@ -139,6 +139,10 @@ class Study(Base):
     sampler: Mapped[str] = mapped_column(String(64))
     optuna_study_name: Mapped[str | None] = mapped_column(String(512), unique=True)
     created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    # the data_version of the last write that added results (trials, measurements,
+    # confirmation rounds) of this study: readers re-read only what changed
+    results_version: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0",
+                                                 index=True)
 
     device: Mapped[Device] = relationship()
     kernel_source: Mapped[KernelSource] = relationship()

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from sqlalchemy.engine import make_url
+
 from xe2tune import config
-from xe2tune.db._engine import make_engine, read_only_engine_kwargs
+from xe2tune.db._engine import is_memory, make_engine, read_only_engine_kwargs
 from xe2tune.db._migrate import check_ours, has_optuna_tables, prepare_for_writing, require_head
 from xe2tune.db._sql_store import SqlResultStore
 from xe2tune.errors import StoreError
@@ -29,6 +31,11 @@ class _ReadOnlyStore(SqlResultStore):
     def optuna_engine_kwargs(self) -> dict[str, object]:
         """Query-only connections for optuna's engine."""
         return read_only_engine_kwargs(self._engine)
+
+
+def in_memory(url: str) -> bool:
+    """True for an in-memory SQLite URL: its data lives in the process that opened it only."""
+    return is_memory(make_url(url))
 
 
 def default_database_url() -> str:

@@ -306,6 +306,14 @@ class BestResult(_Record):
         return LauncherConfig.from_dict(self.config)
 
 
+class BestsSince(_Record):
+    """What ``ResultStore.best_per_problem_since`` read: the data version it read at and the
+    bests of the problems whose results changed after the version it was given."""
+
+    version: int
+    bests: tuple[BestResult, ...]
+
+
 class ConfirmationEntry(_Record):
     """One config of a confirmation round: its stored trial, why it was in, and its times.
 

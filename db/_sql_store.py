@@ -19,7 +19,8 @@ from xe2tune.db import _best, _confirmations, _dashboard_reads, _reads, _reserva
 from xe2tune.db._convert import trial_row
 from xe2tune.db._engine import WRITE_OPTION, describe, is_memory, sqlite_connect_args
 from xe2tune.db._frame import FRAME_CHUNK_ROWS, results_frame
-from xe2tune.db._records import StudyRecord, SubmitOutcome
+from xe2tune.db._models import Confirmation, Trial
+from xe2tune.db._records import BestsSince, StudyRecord, SubmitOutcome
 from xe2tune.errors import StoreError
 
 if TYPE_CHECKING:
@@ -46,6 +47,10 @@ T = TypeVar("T")
 
 def _mark_changed(session: Session, _context: Any) -> None:
     session.info["changed"] = True
+    # Whose results this flush adds: trials (a measurement is only ever added with its trial)
+    # and confirmation rounds.
+    session.info.setdefault("results_of", set()).update(
+        row.study_id for row in session.new if isinstance(row, (Trial, Confirmation)))
 
 
 class SqlResultStore:
@@ -105,7 +110,8 @@ class SqlResultStore:
                     value = work(session)
                     session.flush()
                     if session.info.get("changed"):
-                        _writes.bump_data_version(session)
+                        version = _writes.bump_data_version(session)
+                        _writes.stamp_results(session, session.info["results_of"], version)
                     return value
             except IntegrityError as exc:
                 if attempt == 2:
@@ -230,7 +236,17 @@ class SqlResultStore:
             rows = _best.study_bests(session, _reads.device_ids(session, device))
             chosen = list(_best.best_study_per_problem(rows).values())
             return sorted(_best.best_results(session, chosen, match="exact"),
-                          key=_best.problem_order)
+                          key=_best.best_order)
+
+    def best_per_problem_since(self, version: int) -> BestsSince:
+        """See ResultStore.best_per_problem_since."""
+        with self._read() as session:
+            # the version first: a write committed after it is read again next time
+            now = _reads.data_version(session)
+            rows = _best.study_bests(session, None, changed_after=version)
+            chosen = list(_best.best_study_per_problem(rows).values())
+            return BestsSince(version=now, bests=tuple(sorted(
+                _best.best_results(session, chosen, match="exact"), key=_best.best_order)))
 
     def results(
         self, filters: ResultFilters | None = None, *, limit: int = 100, offset: int = 0

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from xe2tune.db._records import (
         BestQuery,
         BestResult,
+        BestsSince,
         ConfirmationRecord,
         DeviceRecord,
         LeaseRecord,
@@ -326,6 +327,22 @@ class ResultStore(Protocol):
 
         Raises:
             StoreError: ``device`` matches no device, or the database could not be read.
+        """
+        ...
+
+    def best_per_problem_since(self, version: int) -> BestsSince:
+        """The data version now and the best of every problem (per device) whose results
+        changed after data version ``version`` (every tuned problem for -1), as
+        ``best_per_problem`` gives them, in its order.
+
+        Replacing, in the bests read at ``version``, each (device, problem)'s best by the one
+        returned here gives what ``best_per_problem`` reads at the returned version (problems
+        a write committed meanwhile changed come again with the next call; a tuned problem
+        never stops being tuned: trials and rounds are only ever added). A reader polling
+        ``data_version`` so keeps every best at the cost of what changed.
+
+        Raises:
+            StoreError: the database could not be read.
         """
         ...
 

@@ -22,7 +22,7 @@ from xe2tune.db._validate import trial_problems
 from xe2tune.errors import StoreError
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Collection, Sequence
 
     from sqlalchemy.orm import Session
 
@@ -36,9 +36,22 @@ _DEVICE_FIELDS = ("device_type", "compute_units", "global_mem_bytes", "local_mem
 _PEAK_FIELDS = ("peak_bandwidth", "peak_source")
 
 
-def bump_data_version(session: Session) -> None:
-    """Advance the change counter readers poll."""
+def bump_data_version(session: Session) -> int:
+    """Advance the change counter readers poll; the new value.
+
+    The row stays locked until the transaction ends, so on a server database the versions of
+    concurrent writers are in the order they commit.
+    """
     session.execute(update(Meta).where(Meta.key == DATA_VERSION).values(value=Meta.value + 1))
+    return session.scalars(select(Meta.value).where(Meta.key == DATA_VERSION)).one()
+
+
+def stamp_results(session: Session, study_ids: Collection[int], version: int) -> None:
+    """Record that these studies' results changed at data version ``version``."""
+    ids = sorted(study_ids)
+    for start in range(0, len(ids), _IN_LIST_ROWS):
+        session.execute(update(Study).where(Study.id.in_(ids[start:start + _IN_LIST_ROWS]))
+                        .values(results_version=version))
 
 
 def upsert_device(session: Session, device: DeviceRecord) -> int:

@@ -19,6 +19,9 @@ from pydantic import ValidationError
 from xe2tune.db._frame import results_csv
 from xe2tune.db._records import (
     BestQuery,
+    BestsSince,
+    ConfirmationEntry,
+    ConfirmationRecord,
     DeviceRecord,
     MeasuredCeilings,
     ResultFilters,
@@ -312,6 +315,50 @@ class StoreContract:
             (False, 512), (False, 2048), (True, 512)]
         assert [b.speedup for b in listing] == [pytest.approx(2.0), pytest.approx(2.0), None]
         assert all(b.match == "exact" and b.query is None for b in listing)
+
+    def test_best_per_problem_since_brings_what_changed_and_nothing_else(
+            self, store: ResultStore) -> None:
+        def every_best() -> dict:
+            return {(b.device_id, b.problem): b for b in store.best_per_problem()}
+
+        empty = store.best_per_problem_since(-1)
+        assert empty.bests == () and empty.version == store.data_version()
+        short = tune(store, prefill(512), [ok_result(launcher_config(), 2e-3)])
+        tune(store, prefill(1024), [ok_result(launcher_config(), 2e-3)])
+        first = store.best_per_problem_since(empty.version)
+        assert [b.problem.kv_len for b in first.bests] == [512, 1024]
+        held = {(b.device_id, b.problem): b for b in first.bests}
+        assert held == every_best()
+
+        def changed(since: BestsSince) -> BestsSince:
+            update = store.best_per_problem_since(since.version)
+            held.update(((b.device_id, b.problem), b) for b in update.bests)
+            assert held == every_best()
+            return update
+
+        faster = launcher_config(128)
+        store.record_trial(short, ok_result(faster, 1e-3), number=1)
+        one = changed(first)
+        assert [(b.problem.kv_len, b.config_hash) for b in one.bests] == [
+            (512, faster.config_hash())]
+        store.upsert_device(DEVICE.model_copy(update={"peak_bandwidth": 500e9}))
+        store.record_trial(short, failed_result(launcher_config(256), TrialStatus.TIMEOUT, "t"),
+                           number=2)
+        quiet = changed(one)  # a failed trial changes no best, but its study is read again
+        assert [b.problem.kv_len for b in quiet.bests] == [512]
+        unmoved = changed(quiet)
+        assert unmoved.bests == () and unmoved.version == quiet.version
+        newer = tune(store, prefill(1024), [ok_result(launcher_config(64), 5e-3)],
+                     source_hash="src-2")  # a newer kernel source: served, although slower
+        replaced = changed(unmoved)
+        assert [(b.problem.kv_len, b.source_hash) for b in replaced.bests] == [(1024, "src-2")]
+        trial = store.trials(newer)[0]
+        store.record_confirmation(ConfirmationRecord(study_id=newer, rounds=3, entries=(
+            ConfirmationEntry(trial_id=trial.id, config_hash=trial.config_hash,
+                              role="default", status=TrialStatus.OK, median_s=4e-3),)))
+        confirmed = changed(replaced)
+        assert [(b.problem.kv_len, b.confirmed_rounds) for b in confirmed.bests] == [(1024, 3)]
+        assert list(store.best_per_problem_since(-1).bests) == store.best_per_problem()
 
     # -- listings, submissions, change counter -----------------------------------------------
 

@@ -33,7 +33,7 @@ from typer.testing import CliRunner
 from xe2tune.api import create_app, create_asgi_app
 from xe2tune.api._index import BestIndex
 from xe2tune.cli import app
-from xe2tune.db import BestQuery, load_json, open_store
+from xe2tune.db import BestQuery, export_json, load_json, open_store
 from xe2tune.errors import StoreError
 from xe2tune.kernels import ProblemSpec
 
@@ -450,6 +450,69 @@ def test_index_keeps_answers_whose_best_did_not_change_and_recomputes_the_rest(t
         after = index.cached(query)
         assert after is not None and after is not first
         assert json.loads(after.body)["trial_id"] == trial_id
+        # only the changed problem was read again, and the index holds what a full read gives
+        assert index.configs() == export_json(store.best_per_problem()).encode()
+    finally:
+        store.close()
+
+
+def test_index_refreshed_after_each_write_answers_as_a_fresh_index(tmp_path: Path):
+    filled = fill_database(str(tmp_path / "index.db"), with_failures=False)
+    store = open_store(filled.url)
+    queries = [BestQuery(head_dim=128, dtype="fp16", seq=seq, mode=mode, causal=causal,
+                         device=device)
+               for seq in (256, 1024, 3000, 8192) for mode in ("prefill", "decode")
+               for causal in (False, True) for device in (DEVICE_A.name, DEVICE_B.name, None)]
+    queries += [BestQuery(head_dim=64, dtype="bf16", seq=2048),  # two devices: 422
+                BestQuery(head_dim=96, dtype="fp16", seq=512, device=DEVICE_A.name)]  # 404
+    study_a = next(s for s in store.studies() if s.problem == PROBLEMS_A[1]
+                   and s.device_name == DEVICE_A.name)
+    source_id = store.upsert_kernel_source(FAMILY, "benchmark-synthetic")
+    newly = ProblemSpec("prefill", 96, "fp16", 512, 512)
+
+    def new_study(problem: ProblemSpec, device=DEVICE_A) -> int:
+        return store.get_or_create_study(
+            device_id=store.upsert_device(device), kernel_source_id=source_id,
+            problem_id=store.upsert_problem(problem), sampler="tpe",
+            optuna_study_name=f"test:index:{device.name}:{problem.key()}").id
+
+    writes = [
+        # a faster config: the same problem answers, with its new best
+        lambda: store.record_trial(study_a.id, ok_result(
+            PROBLEMS_A[1], launcher_config(128, 256, 128, 2, 8), 0.9), number=50),
+        # a slower one: nothing moves
+        lambda: store.record_trial(study_a.id, ok_result(
+            PROBLEMS_A[1], launcher_config(128, 32, 32, 1, 2), 0.1), number=51),
+        # a newly tuned length: nearer for some queries of its group
+        lambda: store.record_trial(new_study(ProblemSpec("prefill", 128, "fp16", 2048, 2048)),
+                                   ok_result(ProblemSpec("prefill", 128, "fp16", 2048, 2048),
+                                             launcher_config(128, 128, 64, 2, 8), 0.5),
+                                   number=0, is_default=True),
+        # a 404 gets an answer
+        lambda: store.record_trial(new_study(newly), ok_result(
+            newly, launcher_config(96, 128, 64, 2, 8), 0.5), number=0, is_default=True),
+        # a third device
+        lambda: store.record_trial(new_study(PROBLEMS_A[0], DEVICE_A.model_copy(
+            update={"name": "Synthetic Xe2 C"})), ok_result(
+            PROBLEMS_A[0], launcher_config(128, 128, 64, 2, 8), 0.5), number=0,
+            is_default=True),
+    ]
+    try:
+        index = BestIndex(store)
+        index.refresh()
+        for query in queries:
+            index.answer(query)
+        for write in writes:
+            write()
+            assert index.refresh() is True
+            fresh = BestIndex(store)
+            fresh.refresh()
+            for query in queries:
+                kept = index.cached(query)
+                assert kept is not None, query
+                assert (kept.status, kept.body) == (fresh.answer(query).status,
+                                                     fresh.answer(query).body), query
+        assert index.configs() == export_json(store.best_per_problem()).encode()
     finally:
         store.close()
 
