@@ -36,9 +36,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import dataclasses
+import json
 import multiprocessing
-import multiprocessing.synchronize
 import os
 import random
 import re
@@ -57,8 +56,6 @@ from _api_fixtures import (  # noqa: E402
     DEVICE_A,
     FillPlan,
     fill_studies,
-    launcher_config,
-    ok_result,
     running_server,
 )
 
@@ -310,55 +307,53 @@ def load(base: str, queries: list[str], args: argparse.Namespace) -> tuple[dict,
     return paced, closed
 
 
-def _write_trials(url: str, every_s: float, stop: multiprocessing.synchronize.Event) -> None:
-    """A campaign's writes: an OK trial of a random study every ``every_s`` seconds, through
-    ``ResultStore.record_trial`` (as workers store them), until ``stop`` is set."""
-    store = open_store(url)
-    try:
-        studies, rng = store.studies(), random.Random(16)
-        number = 1_000_000
-        while not stop.is_set():
-            study = rng.choice(studies)
-            config = dataclasses.replace(
-                launcher_config(study.problem.head_dim, 64, 32, 2, 4),
-                knobs=(("campaign", number),))  # a config never stored before
-            store.record_trial(study.id, ok_result(study.problem, config, rng.uniform(0.1, 1)),
-                               number=number)
-            number += 1
-            stop.wait(every_s)
-    finally:
-        store.close()
+# A campaign's writes, run by the interpreter of the tree under test (a peer tree's too, so
+# only public store calls that every tree has): an OK trial of a random study every S seconds,
+# through ResultStore.record_trial as workers store them, until it is terminated.
+WRITER = """
+import random, sys, time
+from xe2tune.db import open_store
+from xe2tune.db.testing import launcher_config, ok_result
+store = open_store(sys.argv[1])
+studies, rng, number = store.studies(), random.Random(16), 1_000_000
+while True:
+    study = rng.choice(studies)
+    config = launcher_config(64, 32, 2, head_dim=study.problem.head_dim, campaign=number)
+    store.record_trial(study.id, ok_result(config, 10 ** rng.uniform(-4, -2)), number=number)
+    number += 1
+    time.sleep(float(sys.argv[2]))
+"""
 
 
-def load_while_writing(url: str, queries: list[str], args: argparse.Namespace
+def load_while_writing(url: str, queries: list[str], args: argparse.Namespace, *,
+                       executable: str | None = None, label: str = "this tree"
                        ) -> dict | None:
     """The steady paced run again while another process writes a trial every
     ``args.writes_every`` seconds (the data version moves, the server re-reads what changed),
-    on a copy of the database, which stays as it was. Printed and returned (None when the
-    database is not a SQLite file, which this copies)."""
+    on a copy of the database, which stays as it was; served by ``executable`` (another
+    tree's ``xe2tune``) when given. Printed and returned (None when the database is not a
+    SQLite file, which this copies)."""
     if not url.startswith("sqlite:///") or in_memory(url):
         print("load while writing: skipped (it runs on a copy of a SQLite file)")
         return None
     source = Path(url.removeprefix("sqlite:///"))
+    python = str(Path(executable).with_name("python")) if executable else sys.executable
     with tempfile.TemporaryDirectory(dir=source.parent) as tmp:
         copy = Path(tmp) / source.name
         shutil.copyfile(source, copy)
         copy_url = f"sqlite:///{copy}"
-        with running_server(copy_url, Path(tmp) / "serve.log", workers=args.workers) as base:
+        with running_server(copy_url, Path(tmp) / "serve.log", workers=args.workers,
+                            executable=executable) as base:
             run_paced(base, queries, args.rate, args.connections, args.duration)  # the cold one
-            context = multiprocessing.get_context("spawn")
-            stop = context.Event()
-            writer = context.Process(target=_write_trials,
-                                     args=(copy_url, args.writes_every, stop))
-            before = _trial_count(copy_url)
-            writer.start()
+            before = _trial_count(base)
+            writer = subprocess.Popen([python, "-c", WRITER, copy_url, str(args.writes_every)])
             try:
                 paced = run_paced(base, queries, args.rate, args.connections, args.duration)
             finally:
-                stop.set()
-                writer.join()
-            written = _trial_count(copy_url) - before
-    print(f"GET /v1/best while a campaign writes ({written} trials, one every "
+                writer.terminate()
+                writer.wait()
+            written = _trial_count(base) - before
+    print(f"GET /v1/best, {label}, while a campaign writes ({written} trials, one every "
           f"{args.writes_every:g} s, from another process)\n  "
           + _line(f"paced at {args.rate:.0f} req/s offered, steady", paced))
     ok = paced["p99_ms"] < TARGET_P99_MS and paced["non_2xx"] == 0
@@ -366,12 +361,9 @@ def load_while_writing(url: str, queries: list[str], args: argparse.Namespace
     return paced
 
 
-def _trial_count(url: str) -> int:
-    store = open_store(url, read_only=True)
-    try:
-        return store.count_results()
-    finally:
-        store.close()
+def _trial_count(base: str) -> int:
+    """The measurements the server's database holds, as the server says (any tree's)."""
+    return json.loads(fetch(f"{base}/v1/results?limit=1"))["total"]
 
 
 def add_load_arguments(parser: argparse.ArgumentParser) -> None:

@@ -350,6 +350,9 @@ def main() -> None:
             load(base, queries, args)
     if "load" not in args.skip and args.writes_every > 0:
         load_while_writing(url, queries, args)
+        if args.peer:
+            load_while_writing(args.peer_db or url, queries, args, executable=args.peer,
+                               label="peer")
     if "csv" not in args.skip:
         measure_csv(url)
 

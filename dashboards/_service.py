@@ -36,6 +36,10 @@ log = logging.getLogger("xe2tune.dashboards")
 REPORT_ROWS = 2000  # table rows a report embeds (sorted by problem); the rest are counted
 REPORT_STUDIES = 40  # studies a report embeds, those with the most trials first
 AHEAD_KEYS = frozenset({"summary", "summary_json", "best_results"})  # and default rooflines
+# The ahead thread rests once no page has asked anything for this long (an open page asks for
+# the data version every few seconds): a server nobody is looking at recomputes nothing on
+# every write of a campaign.
+WATCHED_S = 60.0
 
 
 class DashboardViews(Protocol):
@@ -62,9 +66,10 @@ class DashboardCache:
     """Each view's JSON, computed once per data version of the store and then reused.
 
     The views the page needs first (the summary, every device's roofline) are computed ahead,
-    in a background thread, whenever the data version moves (:meth:`start_ahead`); until the new
-    ones are ready, requests get the last complete ones, so the page never waits for a
-    recompute. A view never computed (a server just started) is computed on request.
+    in a background thread, whenever the data version moves while a page is open
+    (:meth:`start_ahead`); until the new ones are ready, requests get the last complete ones,
+    so the page never waits for a recompute. A view never computed (a server just started) is
+    computed on request.
 
     Thread-safe: requests run on the server's thread pool; two requests for the same view at
     the same version compute it once, different views compute in parallel.
@@ -84,8 +89,14 @@ class DashboardCache:
         self._stop = threading.Event()
         self._ahead: threading.Thread | None = None
         self._ahead_done: int | None = None  # the data version of the last ahead round
+        self._asked_at = time.monotonic()  # the last request (the first views: at start)
+
+    def _asked(self) -> None:
+        if not getattr(self._fresh_only, "set", False):  # the ahead thread's own reads do not
+            self._asked_at = time.monotonic()
 
     def _cached(self, key: Any, build: Callable[[], T]) -> T:
+        self._asked()
         version = self._store.data_version()
         with self._lock:
             if version != self._version:
@@ -110,9 +121,10 @@ class DashboardCache:
             return entries[key]
 
     def start_ahead(self, every_s: float) -> None:
-        """Compute the first views in a background thread now and after every data change,
-        checking every ``every_s`` seconds and resting at least as long as a round took (at
-        most half of one core while the data keeps changing). :meth:`close` stops it."""
+        """Compute the first views in a background thread now and after every data change
+        while a page asks (``WATCHED_S``), checking every ``every_s`` seconds and resting at
+        least as long as a round took (at most half of one core while the data keeps
+        changing). :meth:`close` stops it."""
         self._ahead = threading.Thread(target=self._compute_ahead, args=(every_s,),
                                        name="dashboard-ahead", daemon=True)
         self._ahead.start()
@@ -131,7 +143,7 @@ class DashboardCache:
             started = time.monotonic()
             try:
                 version = self._store.data_version()
-                if version != done:
+                if version != done and time.monotonic() - self._asked_at < WATCHED_S:
                     self.summary_json()
                     for device in self.summary().devices:
                         if self._stop.is_set():
@@ -145,6 +157,7 @@ class DashboardCache:
 
     def views_ready(self) -> bool:
         """Whether the ahead thread has computed the first views of the current data version."""
+        self._asked()
         return self._ahead_done == self._store.data_version()
 
     def version(self) -> int:
@@ -153,6 +166,7 @@ class DashboardCache:
         Raises:
             StoreError: the database could not be read.
         """
+        self._asked()
         return self._store.data_version()
 
     def summary(self) -> DashboardSummary:

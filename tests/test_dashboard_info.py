@@ -371,6 +371,52 @@ def test_the_page_never_waits_for_a_recompute(tmp_path: Path) -> None:
         store.close()
 
 
+class _CountedRooflineReads:
+    """A store that counts its roofline reads: how often the ahead thread recomputed."""
+
+    def __init__(self, store: ResultStore) -> None:
+        self._store = store
+        self.reads = 0
+
+    def __getattr__(self, name: str):
+        return getattr(self._store, name)
+
+    def roofline_points(self, device_id: int):
+        self.reads += 1
+        return self._store.roofline_points(device_id)
+
+
+def test_the_ahead_thread_rests_while_no_page_asks(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    from xe2tune.dashboards import _service
+
+    monkeypatch.setattr(_service, "WATCHED_S", 0.5)
+    store = open_store(f"sqlite:///{tmp_path / 'rest.db'}")
+    tune(store, prefill(512), [timed_result(store_config(), 1e-3)])
+    counted = _CountedRooflineReads(store)
+    cache = DashboardCache(counted)
+    cache.start_ahead(0.01)
+
+    def wait_ready() -> None:
+        deadline = time.monotonic() + 60
+        while not cache.views_ready():  # a page's question: it asks
+            assert time.monotonic() < deadline, "the ahead thread never computed the views"
+            time.sleep(0.02)
+
+    try:
+        wait_ready()  # the first views, computed at start
+        time.sleep(0.8)  # nobody asks for longer than WATCHED_S
+        reads = counted.reads
+        tune(store, prefill(1024), [timed_result(store_config(), 1e-3)])
+        time.sleep(0.5)
+        assert counted.reads == reads  # the data moved, but no page is open
+        wait_ready()  # a page asks again: the views of the new version are computed ahead
+        assert counted.reads > reads
+    finally:
+        cache.close()
+        store.close()
+
+
 def test_every_drawn_trace_type_is_in_the_pages_plotly_bundle(store: ResultStore,
                                                                filled: FilledDb):
     from xe2tune.dashboards._plotly_imports import (
