@@ -84,20 +84,28 @@ class TrialBook:
                 unowned_grace_s: float = UNOWNED_GRACE_S) -> int:
         """Requeue the RUNNING trials of dead searches; return how many were requeued.
 
-        A RUNNING trial nobody marked counts as dead once it started ``unowned_grace_s`` ago:
-        0 only when no live search can be between its ask and its mark.
+        A RUNNING trial nobody marked counts as dead once it started ``unowned_grace_s`` ago,
+        or at once when no other search is alive (none can be between its ask and its mark).
 
         ``config_hash`` maps a trial's params to its config's hash, None when they are not a
-        config of the space (a trial killed while its params were being set): such a trial is
-        failed, which the samplers ignore since it names no config. A stale trial's config is
-        reserved while it is requeued, so two searches recovering at once requeue it once; one
-        whose config another live search holds is left for later.
+        config of the space. A trial killed before any param was chosen is requeued as it is
+        (the next ask samples it); one killed while its params were being set is failed, which
+        the samplers ignore since it names no config. A stale trial's config is reserved while
+        it is requeued, so two searches recovering at once requeue it once; one whose config
+        another live search holds is left for later.
 
         Raises:
             StoreError: the database failed.
         """
         requeued = 0
-        for t in self._stale(self.lease.live_owners(), unowned_grace_s):
+        live = self.lease.live_owners()
+        if live <= {self.lease.owner}:
+            unowned_grace_s = 0.0
+        for t in self._stale(live, unowned_grace_s):
+            if not t.params:
+                self.requeue(t.number)
+                requeued += 1
+                continue
             digest = config_hash(t.params)
             if digest is None:
                 self.study.tell(t.number, state=TrialState.FAIL, skip_if_finished=True)
