@@ -363,9 +363,7 @@ def test_a_trial_killed_between_ask_and_mark_is_requeued_when_no_other_search_li
 
     url = f"sqlite:///{tmp_path / 'l.db'}"
     store = open_store(url)
-    study_id = tune(store, prefill(512), [ok_result(LauncherConfig(
-        family="sdpa_prefill", shape_qk=(64, 64, 32), shape_pv=(64, 32, 64),
-        shape_out=(64, 128), subgroup_layout=(8, 1), stages=2, subgroup_size=16), 1e-3)])
+    study_id = tune(store, prefill(512), [])
     storage = optuna.storages.RDBStorage(url)
     study = optuna.create_study(study_name="unmarked", storage=storage)
     other = subprocess.Popen(["sleep", "30"])

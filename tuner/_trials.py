@@ -102,9 +102,8 @@ class TrialBook:
         if live <= {self.lease.owner}:
             unowned_grace_s = 0.0
         for t in self._stale(live, unowned_grace_s):
-            if not t.params:
-                self.requeue(t.number)
-                requeued += 1
+            if not t.params:  # no config to reserve: the re-read alone guards the requeue
+                requeued += self._requeue_if_unchanged(t)
                 continue
             digest = config_hash(t.params)
             if digest is None:
@@ -114,11 +113,20 @@ class TrialBook:
                                     trial_number=t.number) is not None:
                 continue
             try:
-                now = self._storage.get_trial(self._trial_id(t.number))  # re-read, reserved
-                if (now.state is TrialState.RUNNING
-                        and now.user_attrs.get(OWNER_ATTR) == t.user_attrs.get(OWNER_ATTR)):
-                    self.requeue(t.number)
-                    requeued += 1
+                requeued += self._requeue_if_unchanged(t)
             finally:
                 store.release_config(study_id, digest, owner=self.lease.owner)
         return requeued
+
+    def _requeue_if_unchanged(self, stale: FrozenTrial) -> bool:
+        """Requeue ``stale`` unless another search requeued or took it since it was read.
+
+        A requeued trial asked again starts anew: its start time tells it from the stale run
+        while its new owner has not marked it yet.
+        """
+        now = self._storage.get_trial(self._trial_id(stale.number))
+        if (now.state is not TrialState.RUNNING or now.datetime_start != stale.datetime_start
+                or now.user_attrs.get(OWNER_ATTR) != stale.user_attrs.get(OWNER_ATTR)):
+            return False
+        self.requeue(stale.number)
+        return True
