@@ -202,6 +202,29 @@ def running_trial_of(url: str, pid: int) -> optuna.trial.FrozenTrial | None:
     return None
 
 
+def kill_in_flight(url: str, worker: subprocess.Popen) -> optuna.trial.FrozenTrial:
+    """SIGKILL the worker's process group while one of its trials runs; return that trial.
+
+    The group is stopped (SIGSTOP) before the trial is read: a trial read RUNNING from a worker
+    still going may be told before the kill lands (trials here take about a second), and the
+    test would then check a rerun that never had to happen. Reading PostgreSQL takes no lock a
+    stopped worker could hold against it.
+    """
+    def stopped_in_flight() -> optuna.trial.FrozenTrial | None:
+        if running_trial_of(url, worker.pid) is None:
+            return None
+        os.killpg(worker.pid, signal.SIGSTOP)
+        trial = running_trial_of(url, worker.pid)
+        if trial is None:  # told between the two reads: let it go on to the next one
+            os.killpg(worker.pid, signal.SIGCONT)
+        return trial
+
+    trial = wait_until(stopped_in_flight, what="a trial of the first worker in flight")
+    os.killpg(worker.pid, signal.SIGKILL)
+    worker.wait(timeout=30)
+    return trial
+
+
 def wait_until(predicate, timeout: float = 300, what: str = ""):
     deadline = time.monotonic() + timeout
     while not (found := predicate()):
@@ -256,10 +279,7 @@ def test_three_workers_spend_the_budget_exactly_and_a_killed_ones_trial_is_rerun
         workers = [start_worker(url) for _ in range(3)]
         victim = workers[0]
         try:
-            in_flight = wait_until(lambda: running_trial_of(url, victim.pid),
-                                   what="a trial of the first worker in flight")
-            os.killpg(victim.pid, signal.SIGKILL)
-            victim.wait(timeout=30)
+            in_flight = kill_in_flight(url, victim)
             outcomes = [(w.communicate(timeout=600), w.returncode) for w in workers[1:]]
         finally:
             for w in workers:
@@ -360,10 +380,7 @@ def test_grpc_workers_spend_the_budget_exactly_and_a_killed_ones_trial_is_rerun(
         workers = [start_grpc_worker(grpc_port, base, env) for _ in range(2)]
         victim, survivor = workers
         try:
-            in_flight = wait_until(lambda: running_trial_of(url, victim.pid),
-                                   what="a trial of the first worker in flight")
-            os.killpg(victim.pid, signal.SIGKILL)
-            victim.wait(timeout=30)
+            in_flight = kill_in_flight(url, victim)
             out, err = survivor.communicate(timeout=600)
         finally:
             for w in workers:
