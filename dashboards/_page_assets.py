@@ -253,12 +253,20 @@ PAGE_SCRIPT = """
     }
   }
 
+  // Pages come from the server: only the newest query's page is drawn (an older one arriving
+  // late would show rows that contradict the headers), and the table is aria-busy until then.
+  let tableQueries = 0;
   async function drawTable() {
     drawHead();
     const query = {offset: view.offset, limit: view.limit};
     for (const [key, value] of Object.entries(view.filters)) if (value) query[key] = value;
     if (view.sort) { query.sort = view.sort; query.order = view.order; }
-    drawRows(await source.page(query));
+    const table = document.getElementById("best"), asked = ++tableQueries;
+    table.setAttribute("aria-busy", "true");
+    const page = await source.page(query);
+    if (asked !== tableQueries) return;
+    drawRows(page);
+    table.setAttribute("aria-busy", "false");
   }
 
   // The server sends each hover's problem and config lines once (hover_lines) and per point
