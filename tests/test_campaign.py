@@ -190,27 +190,41 @@ def stored(url: str) -> list[tuple[int, str]]:
         engine.dispose()
 
 
-def running_trial_of(url: str, pid: int) -> optuna.trial.FrozenTrial | None:
-    """A trial the worker ``pid`` is measuring, once some trial was stored."""
+def running_trial_of(url: str, pid: int) -> tuple[str, optuna.trial.FrozenTrial] | None:
+    """A trial the worker ``pid`` is measuring, and its study's name, once some trial was
+    stored."""
     if not stored(url):
         return None
-    for trials in optuna_trials(url).values():
+    for name, trials in optuna_trials(url).items():
         for t in trials:
             if (t.state is optuna.trial.TrialState.RUNNING and t.params
                     and str(t.user_attrs.get("xe2tune_owner", "")).startswith(f"{pid}-")):
-                return t
+                return name, t
     return None
 
 
-def kill_in_flight(url: str, worker: subprocess.Popen) -> optuna.trial.FrozenTrial:
-    """SIGKILL the worker's process group while one of its trials runs; return that trial.
+def rerun_of(studies: dict[str, list[optuna.trial.FrozenTrial]],
+             killed: tuple[str, optuna.trial.FrozenTrial]) -> optuna.trial.FrozenTrial:
+    """The killed trial as it ended: the same number in the same study, keeping the params
+    chosen before the kill (a gRPC worker marks its trial before it suggests the params one by
+    one, so the victim may have chosen only some of them)."""
+    name, trial = killed
+    (rerun,) = [t for t in studies[name] if t.number == trial.number]
+    assert trial.params.items() <= rerun.params.items(), (trial.params, rerun.params)
+    return rerun
+
+
+def kill_in_flight(url: str,
+                   worker: subprocess.Popen) -> tuple[str, optuna.trial.FrozenTrial]:
+    """SIGKILL the worker's process group while one of its trials runs; return the trial and
+    its study's name.
 
     The group is stopped (SIGSTOP) before the trial is read: a trial read RUNNING from a worker
     still going may be told before the kill lands (trials here take about a second), and the
     test would then check a rerun that never had to happen. Reading PostgreSQL takes no lock a
     stopped worker could hold against it.
     """
-    def stopped_in_flight() -> optuna.trial.FrozenTrial | None:
+    def stopped_in_flight() -> tuple[str, optuna.trial.FrozenTrial] | None:
         if running_trial_of(url, worker.pid) is None:
             return None
         os.killpg(worker.pid, signal.SIGSTOP)
@@ -219,10 +233,10 @@ def kill_in_flight(url: str, worker: subprocess.Popen) -> optuna.trial.FrozenTri
             os.killpg(worker.pid, signal.SIGCONT)
         return trial
 
-    trial = wait_until(stopped_in_flight, what="a trial of the first worker in flight")
+    killed = wait_until(stopped_in_flight, what="a trial of the first worker in flight")
     os.killpg(worker.pid, signal.SIGKILL)
     worker.wait(timeout=30)
-    return trial
+    return killed
 
 
 def wait_until(predicate, timeout: float = 300, what: str = ""):
@@ -302,10 +316,9 @@ def test_three_workers_spend_the_budget_exactly_and_a_killed_ones_trial_is_rerun
         measured = [t for t in trials if t.state in FINISHED and "config_hash" in t.user_attrs]
         assert len(measured) == BUDGET, (name, states)
         assert states[optuna.trial.TrialState.RUNNING] == 0, (name, states)
-    rerun = next(t for trials in studies.values() for t in trials
-                 if t.number == in_flight.number and t.params == in_flight.params)
+    rerun = rerun_of(studies, in_flight)
     assert rerun.state in FINISHED, "the killed worker's trial was not re-run"
-    assert rerun.user_attrs["xe2tune_owner"] != in_flight.user_attrs["xe2tune_owner"]
+    assert rerun.user_attrs["xe2tune_owner"] != in_flight[1].user_attrs["xe2tune_owner"]
     assert rerun.user_attrs["config_hash"] in {h for _, h in rows}
 
     status = json.loads(xe2tune("campaign", "status", "--campaign", "1", "--db", url,
@@ -395,9 +408,8 @@ def test_grpc_workers_spend_the_budget_exactly_and_a_killed_ones_trial_is_rerun(
     assert len(studies) == 2
     for name, trials in studies.items():
         assert len(trials) == BUDGET and all(t.state in FINISHED for t in trials), name
-    rerun = next(t for trials in studies.values() for t in trials
-                 if t.number == in_flight.number and t.params == in_flight.params)
-    assert rerun.user_attrs["xe2tune_owner"] != in_flight.user_attrs["xe2tune_owner"]
+    rerun = rerun_of(studies, in_flight)
+    assert rerun.user_attrs["xe2tune_owner"] != in_flight[1].user_attrs["xe2tune_owner"]
     engine = create_engine(url)
     try:
         with engine.connect() as connection:
