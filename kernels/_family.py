@@ -37,6 +37,9 @@ class LaunchPlan:
     defines: Mapping[str, int | str]
     launches: tuple[KernelLaunch, ...]
     scratch: Mapping[str, int]  # name -> bytes of device scratch memory (e.g. split-KV partials)
+    # True when the build calls built-ins only an Intel GPU's compiler resolves (the xmx
+    # family's native Xe built-ins): the CPU device makes its SPIR-V, then cannot build it.
+    needs_intel_gpu: bool = False
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,9 @@
 The format: a 5-word header (magic 0x07230203, version, generator, id bound, schema), then
 instructions whose first word is ``(word_count << 16) | opcode``; literal strings are nul-terminated
 UTF-8 packed little-endian into words. What is summarized is what a matrix-engine kernel's tuning
-depends on: multiply-accumulates (``OpCooperativeMatrixMulAddKHR``), the required subgroup size,
+depends on: multiply-accumulates (``OpCooperativeMatrixMulAddKHR``, or a call of the imported
+``intel_sub_group_*_matrix_mad_k*`` built-ins that the xmx family's native build uses; each is one
+DPAS), the required subgroup size,
 the register mode (``grf_size<256>`` becomes ``OpDecorate <kernel function> UserSemantic
 "num-thread-per-eu 4"`` in the modules the SYCL runtime compiler writes) and static local memory
 (``OpVariable``s in the Workgroup storage class; local accessors sized at launch are not in it).
@@ -22,6 +24,8 @@ MAGIC = 0x07230203
 SYCL_KERNEL_PREFIX = "__sycl_kernel_"  # the SYCL front end's name for a free-function kernel
 DOUBLE_GRF, DEFAULT_GRF = "256 (doubleGRF)", "default (128)"
 _DOUBLE_GRF_SEMANTIC = "num-thread-per-eu 4"
+# cl_intel_subgroup_matrix_multiply_accumulate's built-ins (mangled names contain this).
+_MATRIX_MAD_BUILTIN = "_matrix_mad_k"
 
 # Opcodes (SPIR-V spec, section 3.52) and the enumerants used here.
 OP_NAME, OP_EXTENSION, OP_EXT_INST, OP_MEMORY_MODEL, OP_ENTRY_POINT = 5, 10, 12, 14, 15
@@ -307,6 +311,8 @@ def parse_spirv(data: bytes) -> SpirvSummary:
             mads[i.function] = mads.get(i.function, 0) + 1
         elif i.opcode == OP_FUNCTION_CALL:
             calls.setdefault(i.function, set()).add(i.operands[2])
+            if _MATRIX_MAD_BUILTIN in m.names.get(i.operands[2], ""):
+                mads[i.function] = mads.get(i.function, 0) + 1
         uses.setdefault(i.function, set()).update(
             alias[x] for x in _id_operands(i) if x in alias)
 

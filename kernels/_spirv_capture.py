@@ -112,8 +112,10 @@ def capture_spirv(plan: LaunchPlan, *, timeout_s: float) -> SpirvCapture:
 
     The build is the real one (:func:`xe2tune.kernels.build_program`, same options) with an
     empty kernel-name list, so kernels the CPU device leaves out of the bundle do not fail it.
-    It runs first as this process would run it (same vectorizer mode and persistent cache:
-    a vector-lane family's capture costs what its real build costs, often a cache hit); when
+    A plan that ``needs_intel_gpu`` is captured once its SPIR-V is dumped, whatever the CPU
+    back end then says of it. It runs first as this process would run it (same vectorizer mode
+    and persistent cache: a vector-lane family's capture costs what its real build costs, often
+    a cache hit); when
     that fails and the SPIR-V requires a subgroup size, which the CPU runtime builds only under
     vectorizer mode 0 (about 10x slower), once more under mode 0, whose verdict stands.
     Scratch directories are deleted before this returns.
@@ -132,12 +134,15 @@ def capture_spirv(plan: LaunchPlan, *, timeout_s: float) -> SpirvCapture:
             raise CaptureTimeout(f"capturing the SPIR-V of {plan.source_file} took over "
                                  f"{timeout_s:g} s; the build was killed") from None
         modules = tuple(parse_spirv(image) for image in images)
-        if result["ok"] or not any(k.subgroup_size for m in modules for k in m.kernels):
+        if (result["ok"] or (plan.needs_intel_gpu and images)
+                or not any(k.subgroup_size for m in modules for k in m.kernels)):
             break
-    if not result["ok"]:
+    # A plan for an Intel GPU's built-ins fails in the CPU back end after its SPIR-V was
+    # dumped: that SPIR-V is the capture, and the CPU's verdict stays in the log.
+    if not result["ok"] and not (plan.needs_intel_gpu and images):
         raise KernelCompileError(result["message"], log=result["log"],
                                  source_path=result["source_path"])
-    return SpirvCapture(modules, images, result["log"], result["build_s"],
+    return SpirvCapture(modules, images, result["log"], result.get("build_s", 0.0),
                         time.perf_counter() - started)
 
 

@@ -11,7 +11,7 @@ from xe2tune.kernels._decode import split_kv_launches
 from xe2tune.kernels._device_caps import DeviceCaps
 from xe2tune.kernels._family import LaunchPlan
 from xe2tune.kernels._problem import ProblemSpec
-from xe2tune.kernels._xmx_family import DPAS_M, SUBGROUP, XmxFamilyBase
+from xe2tune.kernels._xmx_family import DPAS_M, SUBGROUP, XmxFamilyBase, uses_native_builtins
 
 
 def _shape(bq: int, bk: int, sg_k: int, *, bd: int = 32, bv: int = 32, stages: int = 1,
@@ -117,4 +117,5 @@ class XmxDecodeFamily(XmxFamilyBase):
         partials = heads * chunks * row_tiles * config.bq
         scratch = {"part_o": 4 * partials * problem.head_dim_v, "part_ml": 8 * partials}
         return LaunchPlan(self.source_file, self.kernel_names,
-                          self.defines(config, problem, caps), (split, combine), scratch)
+                          self.defines(config, problem, caps), (split, combine), scratch,
+                          needs_intel_gpu=uses_native_builtins(caps))

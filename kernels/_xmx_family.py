@@ -4,8 +4,11 @@ The kernels (``sdpa_xmx_*.cpp``, ``sdpa_xmx_mainloop.hpp``) are subgroup-coopera
 work-group of ``sg_q x sg_k`` subgroups of 16 lanes owns BQ rows (query positions x GQA group
 heads, as the vector-lane kernels pack them); subgroup (sq, sk) holds BQ / sg_q rows in whole
 8-row DPAS fragments and, of every K block, a BK / sg_k key share in whole 16-key fragments.
-Its fragment operations are a compile-time policy: joint_matrix (DPAS) on a device whose matrix
-engine has the 8 x 16 x 16 shape, portable subgroup shuffles elsewhere.
+Its fragments live in the Xe DPAS register layout and are loaded, multiplied and reduced through
+one set of tile ops (``sdpa_xmx_ops.hpp``) over primitives chosen at compile time
+(``sdpa_xe_builtins.hpp``): the native Xe built-ins (2D block loads and prefetches, DPAS) on an
+Intel GPU whose matrix engine has the 8 x 16 x 16 shape, their emulation by subgroup shuffles
+elsewhere (the CPU device, where the correctness grid runs).
 
 ======================  ==========================  ==========  ==============================
 parameter               LauncherConfig              define      meaning
@@ -41,15 +44,17 @@ SERVED_DTYPES = ("fp16", "bf16")  # the matrix engine's operand types; fp32 is n
 ELEMENT_BYTES = 2
 GRF_SIZES = (128, 256)
 NO_GRF_MODEL_GRF = 128  # the only grf value on a device without a register-file model
-TAIL_TILE_BYTES = DPAS_N * DPAS_K * ELEMENT_BYTES  # joint_matrix: per subgroup, for K/V tails
-POLICIES = {"portable": 0, "joint_matrix": 1}
+POLICIES = {"emulated": 0, "native": 1}
+PREFETCH_COLUMNS = 32  # 16-bit columns of one 2D block prefetch message
 
 PARAMS = ("bq", "bk", "bd", "bv", "sg_q", "sg_k", "stages", "grf")
 
 
-def uses_joint_matrix(caps: DeviceCaps) -> bool:
-    """The joint_matrix policy needs a matrix engine of the kernels' 8 x 16 x 16 DPAS shape."""
-    return caps.has_matrix_engine and tuple(caps.matrix_shape) == DPAS_SHAPE
+def uses_native_builtins(caps: DeviceCaps) -> bool:
+    """The native Xe built-ins need an Intel GPU with 8 x 16 x 16 DPAS (Xe2, Xe-HPC: these also
+    have the 2D block messages); anything else runs their emulation."""
+    return (caps.is_intel_gpu and caps.has_matrix_engine
+            and tuple(caps.matrix_shape) == DPAS_SHAPE)
 
 
 class XmxFamilyBase(SdpaFamilyBase):
@@ -182,7 +187,8 @@ class XmxFamilyBase(SdpaFamilyBase):
 
     @staticmethod
     def expected_matrix_mads(config: LauncherConfig, problem: ProblemSpec) -> int:
-        """``OpCooperativeMatrixMulAddKHR`` instructions in the joint_matrix build's SPIR-V.
+        """DPAS calls in the native build (SPIR-V calls of the matrix_mad built-in, and ``dpas``
+        instructions in the Xe ISA).
 
         The fragment loops are fully unrolled and the K-block loop is not, so the program holds
         the multiply-adds of one K block once: MF * NF * D / 16 for S = Q K^T plus
@@ -200,15 +206,12 @@ class XmxFamilyBase(SdpaFamilyBase):
         """Work-group local memory (Mainloop::LOCAL_FLOATS * 4 in C++).
 
         Q of the tile [BQ, D] as fp16/bf16 (its area holds the [BQ, Dv / 2] fp32 combine chunk
-        after the K loop), the (m, l) rows [BQ, 2] fp32 when sg_k > 1, and with joint_matrix a
-        16 x 16 tail tile per subgroup.
+        after the K loop) and the (m, l) rows [BQ, 2] fp32 when sg_k > 1. K/V tails need no local
+        memory: the 2D block loads' bounds check reads 0 past kv_len.
         """
-        sg_q, sg_k = config.subgroup_layout
         total = config.bq * problem.head_dim * ELEMENT_BYTES
-        if sg_k > 1:
+        if config.subgroup_layout[1] > 1:
             total += config.bq * 2 * 4
-        if uses_joint_matrix(caps):
-            total += sg_q * sg_k * TAIL_TILE_BYTES
         return total
 
     # --- validation ------------------------------------------------------------------------
@@ -259,6 +262,9 @@ class XmxFamilyBase(SdpaFamilyBase):
             (dv % bv == 0, f"BV {bv} must divide the V head dim {dv} (VTILES = Dv / BV)"),
             # The sg_k combine moves O in two column halves of whole fragments.
             (dv % (2 * DPAS_N) == 0, f"Dv {dv} must be a multiple of {2 * DPAS_N}"),
+            # K/V prefetch messages cover 32 columns.
+            (d % PREFETCH_COLUMNS == 0,
+             f"the head dim {d} must be a multiple of {PREFETCH_COLUMNS}"),
         )
         for ok, reason in checks:
             if not ok:
@@ -310,7 +316,7 @@ class XmxFamilyBase(SdpaFamilyBase):
             "D": problem.head_dim, "DTYPE": DTYPE_CODES[problem.dtype], "BQ": p["bq"],
             "BK": p["bk"], "BD": p["bd"], "BV": p["bv"], "VTILES": config.vtiles,
             "SG_Q": p["sg_q"], "SG_K": p["sg_k"], "STAGES": config.stages,
-            "POLICY": POLICIES["joint_matrix" if uses_joint_matrix(caps) else "portable"],
+            "POLICY": POLICIES["native" if uses_native_builtins(caps) else "emulated"],
         }
         if caps.is_intel_gpu and caps.registers_per_thread:
             defines["GRF"] = p["grf"]

@@ -10,7 +10,7 @@ from xe2tune.kernels._config import LauncherConfig
 from xe2tune.kernels._device_caps import DeviceCaps
 from xe2tune.kernels._family import KernelLaunch, LaunchPlan
 from xe2tune.kernels._problem import ProblemSpec
-from xe2tune.kernels._xmx_family import XmxFamilyBase
+from xe2tune.kernels._xmx_family import XmxFamilyBase, uses_native_builtins
 
 
 def _shape(bq: int, bk: int, bd: int, bv: int, sg_q: int, sg_k: int, stages: int = 2,
@@ -87,4 +87,5 @@ class XmxPrefillFamily(XmxFamilyBase):
             local_size=(1, items),
         )
         return LaunchPlan(self.source_file, self.kernel_names,
-                          self.defines(config, problem, caps), (launch,), {})
+                          self.defines(config, problem, caps), (launch,), {},
+                          needs_intel_gpu=uses_native_builtins(caps))

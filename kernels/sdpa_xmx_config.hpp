@@ -15,19 +15,11 @@ using xe2t_elem = xe2t::bf16_t;
 #error "XE2T_DTYPE must be 1 (fp16) or 2 (bf16): the xmx family serves no fp32"
 #endif
 
-// XE2T_POLICY: 1 = joint_matrix (a device with a matrix engine), 0 = portable subgroup ops.
-#if XE2T_POLICY == 1
-#include "sdpa_xmx_ops_joint_matrix.hpp"
-using XmxOps = xe2t::xmx::JointMatrixTileOps<xe2t_elem>;
-#elif XE2T_POLICY == 0
-#include "sdpa_xmx_ops_subgroup.hpp"
-using XmxOps = xe2t::xmx::SubgroupTileOps<xe2t_elem>;
-#else
-#error "XE2T_POLICY must be 0 (portable) or 1 (joint_matrix)"
-#endif
+// XE2T_POLICY (sdpa_xe_builtins.hpp): 1 = native Xe built-ins (an Intel GPU with 8 x 16 x 16
+// DPAS and 2D block IO), 0 = their emulation (any device with 16-lane subgroups).
+#include "sdpa_xmx_mainloop.hpp"
 
-#include "sdpa_xmx_mainloop.hpp"  // after the policy: it expands XE2T_XMX_FRAGMENT_LOOP
-
+using XmxOps = xe2t::xmx::XeTileOps<xe2t_elem>;
 using XmxShape = xe2t::xmx::Shape<xe2t_elem, XE2T_D, XE2T_BQ, XE2T_BK, XE2T_BD, XE2T_BV,
                                   XE2T_SG_Q, XE2T_SG_K>;
 using Mainloop = xe2t::xmx::XmxMainloop<xe2t::xmx::XeDefault<XE2T_STAGES>, XmxOps, XmxShape>;

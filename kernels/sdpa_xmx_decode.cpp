@@ -28,7 +28,7 @@ void xe2t_xmx_decode_split(const xe2t_elem *q, const xe2t_elem *k, const xe2t_el
   const int sk = sgid / XmxShape::SGQ;
   const xe2t::Geometry g{q_len, kv_len, heads_q, heads_kv, heads_q / heads_kv, causal, qscale};
   const auto slice = Mainloop::Slice::of(q, k, v, g, bh / heads_kv, bh % heads_kv);
-  const auto sm = Mainloop::Smem::of(&local[0], sgid);
+  const auto sm = Mainloop::Smem::of(&local[0]);
 
   const int chunks = (kv_len + kv_chunk - 1) / kv_chunk;
   const int chunk = static_cast<int>(it.get_group(1)) % chunks;
@@ -51,19 +51,17 @@ void xe2t_xmx_decode_split(const xe2t_elem *q, const xe2t_elem *k, const xe2t_el
   const int padded_rows = static_cast<int>(it.get_group_range(1)) / chunks * XmxShape::BQ;
   const size_t part = (static_cast<size_t>(bh) * chunks + chunk) * padded_rows + tile_row0 +
                       sq * XmxShape::RPS;
+  // Lanes 2i and 2i + 1 hold row i of a RowVec: the even one writes it.
+  const int lane_row = XmxOps::row_of_lane(sg);
   XE2T_XMX_FRAGMENT_LOOP
   for (int mf = 0; mf < XmxShape::MF; ++mf) {
     const size_t row = part + mf * kM;
     XE2T_XMX_FRAGMENT_LOOP
     for (int n = 0; n < XmxShape::DV / kN; ++n)
-      XmxOps::store<sycl::access::address_space::global_space>(
-          sg, st.o[mf][n], part_o + row * XmxShape::DV + n * kN, XmxShape::DV);
-    if (sg.get_local_linear_id() == 0) {
-      XE2T_XMX_FRAGMENT_LOOP
-      for (int r = 0; r < kM; ++r) {
-        part_ml[(row + r) * 2] = st.m[mf][r];
-        part_ml[(row + r) * 2 + 1] = st.l[mf][r];
-      }
+      XmxOps::store(sg, st.o[mf][n], part_o + row * XmxShape::DV + n * kN, XmxShape::DV);
+    if (sg.get_local_linear_id() % 2 == 0) {
+      part_ml[(row + lane_row) * 2] = st.m[mf];
+      part_ml[(row + lane_row) * 2 + 1] = st.l[mf];
     }
   }
 }

@@ -1,9 +1,9 @@
-// What the two tile-ops policies of the xmx mainloop share: the DPAS fragment shape, a view of
-// a row-major K or V slice in global memory, and the fp16/bf16 <-> fp32 element conversions.
+// The vocabulary of the xmx mainloop and its tile ops: the DPAS fragment shape, a view of a
+// row-major K or V slice in global memory, and the fp16/bf16 <-> fp32 element conversions.
 //
 // Fragment ownership (the Xe DPAS register layout, SIMD16): an 8 x 16 tile (M = 8 rows, 16
 // columns) is held by the 16 lanes of a subgroup, lane j holding column j of all 8 rows; a
-// 16 x 16 B operand likewise, lane j holding column j of all 16 rows (K dimension).
+// 16 x 16 B operand likewise, lane j holding column j of all 16 rows (K dimension), in pairs.
 #pragma once
 
 #include <sycl/sycl.hpp>
@@ -19,13 +19,15 @@ inline constexpr int kN = 16;  // DPAS columns (N) = subgroup size
 inline constexpr int kK = 16;  // DPAS reduction depth (K) for fp16/bf16
 inline constexpr int kSubgroup = 16;
 
-// Rows [0, rows) of a row-major matrix with a row pitch of `stride` elements (K or V of one
-// (batch, KV head): stride = heads_kv * D). Rows at or past `rows` read as 0 in every policy.
+// Rows [0, rows) x columns [0, cols) of a row-major matrix with a row pitch of `stride`
+// elements (K or V of one (batch, KV head): cols = D, stride = heads_kv * D). Elements outside
+// read as 0.
 template <class T>
 struct Rows {
   const T *base;
   size_t stride;
   int rows;
+  int cols;
 
   const T *row(int r) const { return base + static_cast<size_t>(r) * stride; }
 };

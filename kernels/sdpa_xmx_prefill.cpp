@@ -24,7 +24,7 @@ void xe2t_xmx_prefill(const xe2t_elem *q, const xe2t_elem *k, const xe2t_elem *v
   const int sk = sgid / XmxShape::SGQ;
   const xe2t::Geometry g{q_len, kv_len, heads_q, heads_kv, heads_q / heads_kv, causal, qscale};
   const auto slice = Mainloop::Slice::of(q, k, v, g, b, hkv);
-  const auto sm = Mainloop::Smem::of(&local[0], sgid);
+  const auto sm = Mainloop::Smem::of(&local[0]);
 
   const int tile_row0 = static_cast<int>(it.get_group(1)) * XmxShape::BQ;
   Mainloop::stage_q(slice, tile_row0, sm.q, static_cast<int>(it.get_local_linear_id()),
@@ -42,15 +42,18 @@ void xe2t_xmx_prefill(const xe2t_elem *q, const xe2t_elem *k, const xe2t_elem *v
   XE2T_XMX_FRAGMENT_LOOP
   for (int mf = 0; mf < XmxShape::MF; ++mf) {
     // Rows that see no key at all (causal, q_len > kv_len) have l = 0 and output 0, as FA2.
-    float inv[kM];
+    const float inv = st.l[mf] > 0.0f ? 1.0f / st.l[mf] : 0.0f;
+    xe2t_elem *out[kM];  // O row of each fragment row; null past the last row
     XE2T_XMX_FRAGMENT_LOOP
-    for (int r = 0; r < kM; ++r) inv[r] = st.l[mf][r] > 0.0f ? 1.0f / st.l[mf][r] : 0.0f;
+    for (int r = 0; r < kM; ++r) {
+      const int row = row0 + mf * kM + r;
+      out[r] = row < g.rows() ? o + (slice.q_row(row) - q) : nullptr;
+    }
     XE2T_XMX_FRAGMENT_LOOP
     for (int n = 0; n < XmxShape::DV / kN; ++n)
       XmxOps::apply(sg, st.o[mf][n], [&](float &x, int r, int c) {
-        const int row = row0 + mf * kM + r;
-        if (row < g.rows())
-          (o + (slice.q_row(row) - q))[n * kN + c] = xe2t::xmx::from_float<xe2t_elem>(x * inv[r]);
+        const float y = x * XmxOps::row(sg, inv, r);  // every lane takes part in the broadcast
+        if (out[r] != nullptr) out[r][n * kN + c] = xe2t::xmx::from_float<xe2t_elem>(y);
       });
   }
 }
