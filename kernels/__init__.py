@@ -15,6 +15,16 @@ from xe2tune.kernels._device_caps import DeviceCaps
 from xe2tune.kernels._family import Baseline, KernelFamily, KernelLaunch, LaunchPlan
 from xe2tune.kernels._family_union import FamilyUnion, family_source_hash
 from xe2tune.kernels._inputs import dtype_name, make_inputs, numpy_dtype
+from xe2tune.kernels._isa import KernelIsa, ModuleIsa, iga_platform, module_isa
+from xe2tune.kernels._isa_counts import IsaCounts, count_isa
+from xe2tune.kernels._isa_jobs import (
+    ISA_TIMEOUT_S,
+    MAX_PARALLEL_COMPILES,
+    IsaJob,
+    compile_isa,
+    compile_isa_all,
+    isa_pool,
+)
 from xe2tune.kernels._jit import (
     BuiltProgram,
     build_program,
@@ -23,7 +33,6 @@ from xe2tune.kernels._jit import (
     source_hash,
 )
 from xe2tune.kernels._native_build import NativeBuildError, load_extension
-from xe2tune.kernels._ocloc import LARGE_GRF_OPTION, OclocReport, ocloc_compile, ocloc_path
 from xe2tune.kernels._prefill import PrefillFamily
 from xe2tune.kernels._problem import DTYPES, ELEMENT_BYTES, HEAD_DIMS, MODES, ProblemSpec
 from xe2tune.kernels._reference import reference_sdpa
@@ -45,13 +54,31 @@ from xe2tune.kernels._spirv import (
 )
 from xe2tune.kernels._spirv_capture import CaptureTimeout, SpirvCapture, capture_spirv
 from xe2tune.kernels._tolerance import THRESHOLDS, check_output
+from xe2tune.kernels._xe2_compile import (
+    LARGE_GRF_OPTION,
+    CompileOutcome,
+    Verdict,
+    compile_module,
+    module_options,
+)
+from xe2tune.kernels._xe2_compiler import (
+    INSTALL_SCRIPT,
+    CompilerLookup,
+    Xe2Compiler,
+    Xe2CompilerMissing,
+    locate_xe2_compiler,
+)
 from xe2tune.kernels._xmx_decode import XmxDecodeFamily
 from xe2tune.kernels._xmx_prefill import XmxPrefillFamily
+from xe2tune.kernels._zebin import Zebin, ZebinError, ZeKernelInfo, read_zebin
 
 __all__ = [
     "DEFAULT_GRF",
     "DOUBLE_GRF",
+    "INSTALL_SCRIPT",
+    "ISA_TIMEOUT_S",
     "LARGE_GRF_OPTION",
+    "MAX_PARALLEL_COMPILES",
     "DTYPES",
     "ELEMENT_BYTES",
     "HEAD_DIMS",
@@ -73,7 +100,18 @@ __all__ = [
     "LaunchPlan",
     "NativeBuildError",
     "LauncherConfig",
-    "OclocReport",
+    "ModuleIsa",
+    "KernelIsa",
+    "IsaCounts",
+    "IsaJob",
+    "CompileOutcome",
+    "CompilerLookup",
+    "Verdict",
+    "Xe2Compiler",
+    "Xe2CompilerMissing",
+    "ZeKernelInfo",
+    "Zebin",
+    "ZebinError",
     "PrefillFamily",
     "ProblemSpec",
     "SpirvCapture",
@@ -97,8 +135,16 @@ __all__ = [
     "load_extension",
     "make_inputs",
     "numpy_dtype",
-    "ocloc_compile",
-    "ocloc_path",
+    "compile_isa",
+    "compile_isa_all",
+    "compile_module",
+    "count_isa",
+    "iga_platform",
+    "isa_pool",
+    "locate_xe2_compiler",
+    "module_isa",
+    "module_options",
+    "read_zebin",
     "parse_spirv",
     "reference_sdpa",
     "search_family",

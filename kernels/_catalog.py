@@ -32,12 +32,14 @@ class CatalogPeaks:
 
 @dataclass(frozen=True)
 class DeviceDescription:
-    """One catalog device: its key and aliases, how live device names match it, caps, peaks."""
+    """One catalog device: its key and aliases, how live device names match it, its name for
+    Intel's offline compiler, caps, peaks."""
 
     key: str
     aliases: tuple[str, ...]
     match: tuple[str, ...]  # every substring must appear in a live device's name (lower case)
     architecture: str
+    ocloc_device: str  # the GPU's name for Intel's offline compiler (``ocloc -device``)
     caps: DeviceCaps
     peaks: CatalogPeaks
 
@@ -65,7 +67,8 @@ def _description(entry: dict[str, Any]) -> DeviceDescription:
     )
     return DeviceDescription(
         key=entry["key"], aliases=tuple(entry["aliases"]), match=tuple(entry["match"]),
-        architecture=entry["architecture"], caps=caps, peaks=CatalogPeaks(**entry["peaks"]),
+        architecture=entry["architecture"], ocloc_device=entry["ocloc_device"], caps=caps,
+        peaks=CatalogPeaks(**entry["peaks"]),
     )
 
 

@@ -22,6 +22,8 @@ struct XeTileOps {
   using A = xe::Half8;    // A[r][lane], bits of T
   using B = xe::Pair8;    // B[2p][lane] | B[2p + 1][lane] << 16, bits of T
   using RowVec = float;   // row lane / 2 of an 8-row fragment
+  using Float4 = float __attribute__((ext_vector_type(4)));
+  using Float2 = float __attribute__((ext_vector_type(2)));
   static constexpr bool kIsBf16 = std::is_same_v<T, bf16_t>;
 
   static int lane(sycl::sub_group sg) { return static_cast<int>(sg.get_local_linear_id()); }
@@ -81,22 +83,27 @@ struct XeTileOps {
     for (int n = 1; n < N; ++n)
 #pragma unroll
       for (int r = 0; r < kM; ++r) x[r] = op(x[r], c[n][r]);
+    // Halves are selected as whole vectors: a select between two elements of an array
+    // becomes a dynamically indexed load, which puts the array in private memory.
     const int j = lane(sg);
-    float h4[4];
-    const bool up8 = j & 8;
-#pragma unroll
-    for (int i = 0; i < 4; ++i)
-      h4[i] = op(up8 ? x[i + 4] : x[i],
-                 sycl::permute_group_by_xor(sg, up8 ? x[i] : x[i + 4], 8));
-    float h2[2];
-    const bool up4 = j & 4;
-#pragma unroll
-    for (int i = 0; i < 2; ++i)
-      h2[i] = op(up4 ? h4[i + 2] : h4[i],
-                 sycl::permute_group_by_xor(sg, up4 ? h4[i] : h4[i + 2], 4));
-    const bool up2 = j & 2;
-    const float h1 = op(up2 ? h2[1] : h2[0], sycl::permute_group_by_xor(sg, up2 ? h2[0] : h2[1], 2));
+    const Float4 h4 = exchange<Float4>(sg, op, j & 8 ? x.hi : x.lo, j & 8 ? x.lo : x.hi, 8);
+    const Float2 h2 = exchange<Float2>(sg, op, j & 4 ? h4.hi : h4.lo, j & 4 ? h4.lo : h4.hi, 4);
+    const float h1 = exchange<float>(sg, op, j & 2 ? h2.y : h2.x, j & 2 ? h2.x : h2.y, 2);
     return op(h1, sycl::permute_group_by_xor(sg, h1, 1));
+  }
+
+  // op(keep, the partner's give) element-wise: one butterfly step at lane distance `offset`.
+  template <class V, class Op>
+  static V exchange(sycl::sub_group sg, Op op, V keep, V give, int offset) {
+    if constexpr (std::is_same_v<V, float>) {
+      return op(keep, sycl::permute_group_by_xor(sg, give, offset));
+    } else {
+      V out;
+#pragma unroll
+      for (int i = 0; i < static_cast<int>(sizeof(V) / sizeof(float)); ++i)
+        out[i] = op(keep[i], sycl::permute_group_by_xor(sg, give[i], offset));
+      return out;
+    }
   }
 
   // The fp32 accumulator as the T operand A of the next product (same ownership: S's key
