@@ -1,4 +1,4 @@
-"""The xmx families (portable subgroup policy) against the float64 reference on opencl:cpu.
+"""The xmx families (their emulated Xe built-ins) against the float64 reference on opencl:cpu.
 
 The kernels require subgroup size 16, which the OpenCL CPU runtime builds only when started with
 CL_CONFIG_CPU_VECTORIZER_MODE=0 (read once, at load) while this session runs with 1, so the grid
@@ -116,7 +116,7 @@ def grid_results() -> dict[str, dict]:
 
 
 @pytest.mark.parametrize("case_id", [c[0] for c in CASES])
-def test_portable_policy_matches_reference(grid_results, case_id):
+def test_emulated_builtins_match_reference(grid_results, case_id):
     result = grid_results[case_id]
     assert result["error"] is None, (case_id, result)
     assert result["passed"], (case_id, result)
