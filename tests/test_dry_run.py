@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import json
+import os
 import random
 import subprocess
 
@@ -14,10 +15,13 @@ from xe2tune.cli._dry_run import _space_key
 from xe2tune.kernels import (
     DEFAULT_GRF,
     DOUBLE_GRF,
+    INSTALL_SCRIPT,
     ProblemSpec,
+    Verdict,
     catalog_device,
     family_names,
     get_family,
+    locate_xe2_compiler,
 )
 
 B580 = catalog_device("b580").caps
@@ -75,7 +79,36 @@ def test_b580_dry_run_prints_spaces_baselines_and_checked_spirv():
         assert spirv["subgroup_sizes"] == [16]
         grf = build["config"]["knobs"]["grf"]
         assert spirv["register_modes"] == [DOUBLE_GRF if grf == 256 else DEFAULT_GRF]
-        assert "SPV_KHR_cooperative_matrix" in spirv["extensions"]
+        # DPAS through the native Xe built-ins (calls IGC resolves), not joint_matrix.
+        assert "SPV_KHR_cooperative_matrix" not in spirv["extensions"]
+    _check_isa(report, builds)
+
+
+def _check_isa(report: dict, builds: list[dict]) -> None:
+    # With Intel's Xe2 compiler (always under CI) every build is compiled for the B580 (bmg);
+    # without it the report says why, naming how to get it.
+    lookup = locate_xe2_compiler()
+    if lookup.compiler is None and not os.environ.get("CI"):
+        assert report["isa_target"] is None and INSTALL_SCRIPT in report["isa_unavailable"]
+        assert all(b["isa"] is None for b in builds)
+        return
+    assert report["isa_target"] == "bmg" and report["isa_unavailable"] is None
+    for build in builds:
+        modules = build["isa"]
+        assert len(modules) == build["spirv"]["modules"], build
+        assert build["isa_verdict"] in {v.value for v in Verdict}
+        kernels = [k for m in modules for k in m["kernels"]]
+        assert {k["kernel"] for k in kernels} == {k["kernel"] for k in build["spirv"]["kernels"]}
+        compiled = [k for k in kernels if k["verdict"] == "compiled"]
+        for k in compiled:
+            assert k["target"] == "bmg" and k["grf_count"] in (128, 256)
+            assert k["threads_per_eu"] == (4 if k["grf_count"] == 256 else 8)
+            assert k["dpas"] is not None and k["block2d_loads"] is not None
+        spills = [k["spill_bytes"] for k in compiled]
+        assert build["isa_spill_bytes"] == (max(spills) if spills else None)
+        if build["config"]["family"] == "sdpa_xmx_prefill":
+            grf = build["config"]["knobs"]["grf"]
+            assert all(k["grf_count"] == grf for k in compiled), build
 
 
 def test_target_without_dry_run_is_a_one_line_error():

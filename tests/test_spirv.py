@@ -1,4 +1,5 @@
-"""SPIR-V capture and summary: modules the real runtime compiler dumps, ocloc, ``xe2tune inspect``.
+"""SPIR-V capture and summary: modules the real runtime compiler dumps, Intel's Xe2 compiler on
+them, ``xe2tune inspect``.
 
 Captures build on the embedded opencl:cpu device in a child process (``SYCL_DUMP_IMAGES``). The
 probe kernels under ``tests/data/`` have known features: two joint_matrix multiply-adds on
@@ -23,14 +24,16 @@ from xe2tune.kernels import (
     DOUBLE_GRF,
     LARGE_GRF_OPTION,
     CaptureTimeout,
+    IsaJob,
     LaunchPlan,
     ProblemSpec,
     SpirvCapture,
     SpirvError,
+    Verdict,
     capture_spirv,
+    compile_isa_all,
     family_for_mode,
-    ocloc_compile,
-    ocloc_path,
+    locate_xe2_compiler,
     parse_spirv,
 )
 
@@ -149,24 +152,35 @@ def test_timeout_kills_the_child_and_leaves_no_scratch(monkeypatch, tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.fixture
+def xe2_compiler():
+    lookup = locate_xe2_compiler()
+    if lookup.compiler is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI installs the Xe2 compiler: {lookup.reason}")
+        pytest.skip(lookup.reason or "no Xe2 compiler")
+    return lookup.compiler
+
+
 @pytest.mark.requires_xpu
-@pytest.mark.skipif(ocloc_path() is None,
-                    reason="no ocloc on PATH (Debian: apt-get install intel-opencl-icd)")
-def test_ocloc_reports_spills_for_its_target_and_rejects_cooperative_matrix(probe):
+def test_xe2_compiler_reports_the_spill_and_the_matrix_kernel_of_captured_modules(
+        probe, xe2_compiler, monkeypatch, tmp_path):
+    monkeypatch.setenv("XE2TUNE_CACHE_DIR", str(tmp_path))
     grf256, capture = probe
     spill_module = module_of(capture, "xe2t_probe_spill")
-    report = ocloc_compile(capture.images[capture.modules.index(spill_module)], spill_module,
-                           target="dg2")
-    assert report.error is None and report.target == "dg2" and report.options == ()
-    (spill,) = report.spills
-    assert spill.kernel == "xe2t_probe_spill" and spill.registers == 128
-    assert spill.spill_estimate > 0 and "for dg2" in report.text()
     mma_module = module_of(capture, "xe2t_probe_mma")
-    rejected = ocloc_compile(capture.images[capture.modules.index(mma_module)], mma_module,
-                             target="dg2")
-    assert rejected.error.startswith(f"not compilable by ocloc {rejected.version} for dg2: ")
-    assert rejected.spills == ()
-    assert rejected.options == ((LARGE_GRF_OPTION,) if grf256 else ())
+    jobs = [IsaJob(capture.images[capture.modules.index(m)], m, "bmg")
+            for m in (spill_module, mma_module)]
+    spill_isa, mma_isa = compile_isa_all(jobs)
+    assert spill_isa.verdict is Verdict.COMPILED and spill_isa.target == "bmg"
+    assert spill_isa.options == () and "for bmg" in spill_isa.text()
+    spill = next(k for k in spill_isa.kernels if k.kernel == "xe2t_probe_spill")
+    assert spill.grf_count == 128 and spill.spill_bytes > 0
+    assert spill.counts.scratch_messages > 0
+    assert mma_isa.options == ((LARGE_GRF_OPTION,) if grf256 else ())
+    (mma,) = [k for k in mma_isa.kernels if k.kernel == "xe2t_probe_mma"]
+    assert mma.verdict is Verdict.COMPILED and mma.has_dpas and mma.simd == 16
+    assert mma.grf_count == (256 if grf256 else 128) and mma.counts.dpas >= 2
 
 
 def run_cli(*args: str, timeout: float = TIMEOUT_S) -> subprocess.CompletedProcess[str]:
@@ -192,7 +206,7 @@ def test_inspect_json_on_the_live_cpu_device(cpu_caps):
     assert kernels["xe2t_sdpa_prefill"]["local_memory_bytes"] == local
     assert spirv["matrix_mads"] == 0 and spirv["subgroup_sizes"] == []
     assert spirv["register_modes"] == [DEFAULT_GRF] and spirv["build_s"] > 0
-    assert out["ocloc"] is None
+    assert out["isa"] is None
 
 
 @pytest.mark.parametrize(("args", "needle"), [

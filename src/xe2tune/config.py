@@ -34,6 +34,32 @@ def data_dir() -> Path:
     return path
 
 
+def ocloc_override() -> str | None:
+    """The ``ocloc`` named through ``XE2TUNE_OCLOC`` (a path), if any."""
+    return os.environ.get("XE2TUNE_OCLOC") or None
+
+
+def xe2_compiler_dir() -> Path:
+    """Where ``scripts/install-xe2-compiler`` installs Intel's Xe2 compiler by default.
+
+    The script's own rule: ``XE2TUNE_XE2_COMPILER_DIR``, else
+    ``${XDG_CACHE_HOME:-$HOME/.cache}/xe2tune/xe2-compiler`` (not :func:`cache_dir`: the
+    script knows nothing of ``XE2TUNE_CACHE_DIR``).
+    """
+    override = os.environ.get("XE2TUNE_XE2_COMPILER_DIR")
+    if override:
+        return Path(override)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / APP_NAME / "xe2-compiler"
+
+
+def isa_cache_dir() -> Path:
+    """User cache dir of the Xe2 compiler's outcomes (one per SPIR-V, target, options, version)."""
+    path = cache_dir() / "isa"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
 def device_filter() -> str | None:
     """The SYCL filter string chosen through ``XE2TUNE_DEVICE``, if any."""
     return os.environ.get("XE2TUNE_DEVICE") or None

@@ -9,8 +9,9 @@ from typing import Annotated
 import typer
 from rich.table import Table
 
-from xe2tune.cli._app import app, console
+from xe2tune.cli._app import app, console, fail
 from xe2tune.cli._devices import DbOption, DeviceOption, JsonOption
+from xe2tune.cli._isa_view import compiler_missing, ocloc_device
 from xe2tune.cli._vocabulary import seed_vocabulary
 from xe2tune.errors import InvalidConfig, InvalidProblem
 from xe2tune.kernels import LauncherConfig, ProblemSpec, family_for, family_for_mode
@@ -123,6 +124,11 @@ def bench(
     nbuf: Annotated[int, typer.Option(help="rotated buffer sets (cache busting)")] = 4,
     time_budget: Annotated[float, typer.Option(help="seconds for the timed part")] = 5.0,
     device: DeviceOption = None,
+    isa_target: Annotated[str | None, typer.Option(
+        "--isa-target",
+        help="also compile the config with Intel's Xe2 compiler for this catalog GPU (e.g. "
+             "b580, 140v) and report its ISA (--json: under \"isa\"); the timing is the live "
+             "device's, the ISA is the named GPU's (compiled only, never run there)")] = None,
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:
@@ -141,6 +147,9 @@ def bench(
                                  time_budget_s=time_budget)
     except ValueError as exc:
         raise InvalidProblem(str(exc)) from None
+    isa_device = ocloc_device(isa_target) if isa_target is not None else None
+    if isa_device is not None and (missing := compiler_missing()) is not None:
+        raise fail(f"--isa-target: {missing}")
     launcher = parse_config(config, family_for_mode(problem.mode).name) if config else None
     store = open_store(db)
     session = open_session(device, store, quiet=as_json)
@@ -164,9 +173,13 @@ def bench(
                    device=session.listing.filter_string, device_name=session.caps.name)
         from xe2tune.cli._inspect import bench_spirv  # _inspect imports this module
 
-        out["spirv"] = bench_spirv(family.plan(launcher, problem, session.caps))
+        out.update(bench_spirv(family.plan(launcher, problem, session.caps), isa_device))
         print(json.dumps(out, indent=2))
     else:
         _print_result(result, problem)
+        if isa_device is not None:
+            from xe2tune.cli._inspect import print_bench_isa
+
+            print_bench_isa(family.plan(launcher, problem, session.caps), isa_device)
     if result.status is not TrialStatus.OK:
         raise typer.Exit(1)

@@ -51,7 +51,8 @@ def _catalog_rows() -> list[dict]:
         c, p = d.caps, d.peaks
         rows.append({
             "key": d.key, "aliases": list(d.aliases), "name": c.name,
-            "architecture": d.architecture, "compute_units": c.compute_units,
+            "architecture": d.architecture, "ocloc_device": d.ocloc_device,
+            "compute_units": c.compute_units,
             "max_work_group": c.max_work_group_size, "subgroup_sizes": list(c.sub_group_sizes),
             "local_mem_bytes": c.local_mem_bytes, "global_mem_bytes": c.global_mem_bytes,
             "registers_per_thread": list(c.registers_per_thread),
@@ -81,7 +82,8 @@ def _print_catalog(as_json: bool) -> None:
             "x".join(map(str, r["matrix_shape"])),
         ))
     print_table(console, "Catalog device descriptions (use with --target KEY)", CATALOG_COLUMNS,
-                cells, [f"{r['name']}, {r['architecture']}" for r in rows])
+                cells, [f"{r['name']}, {r['architecture']}, ocloc device {r['ocloc_device']}"
+                       for r in rows])
 
 
 @app.command()

@@ -3,15 +3,19 @@
 For each problem: the space (Cartesian combinations vs valid configs, per family), the seeded
 baselines with their validity, the default, the build options of the first config; then the
 SPIR-V of a sample of the valid configs, built through the same run-time compiler as a real
-search (building needs no GPU: a catalog device only changes the defines) and summarized.
+search (building needs no GPU: a catalog device only changes the defines) and summarized, and,
+when Intel's Xe2 compiler is installed, compiled for the catalog GPU (verdict, registers,
+threads per EU, spills, DPAS and 2D block loads per kernel; compiled only, never run).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import random
 from collections.abc import Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,11 +24,19 @@ from xe2tune.cli._vocabulary import seed_vocabulary
 from xe2tune.errors import Xe2TuneError
 from xe2tune.kernels import (
     DeviceCaps,
+    IsaJob,
     KernelFamily,
+    KernelIsa,
     LauncherConfig,
+    ModuleIsa,
     ProblemSpec,
+    Verdict,
     capture_spirv,
+    compile_isa,
     define_flags,
+    describe_live_device,
+    isa_pool,
+    locate_xe2_compiler,
     search_family,
 )
 
@@ -106,7 +118,8 @@ def plan_problem(problem: ProblemSpec, caps: DeviceCaps) -> ProblemPlan:
 
 @dataclass(frozen=True)
 class SampleBuild:
-    """One sampled config's build: its SPIR-V summary, or why it did not build."""
+    """One sampled config's build: its SPIR-V summary, or why it did not build, and its ISA
+    for the GPU (None when not compiled for one)."""
 
     label: str
     config: LauncherConfig
@@ -114,6 +127,27 @@ class SampleBuild:
     expected_mads: int | None
     error: str | None
     seconds: float
+    isa: tuple[ModuleIsa, ...] | None = None
+
+    @property
+    def isa_kernels(self) -> tuple[KernelIsa, ...]:
+        """Every kernel of every compiled module."""
+        return tuple(k for m in self.isa or () for k in m.kernels)
+
+    @property
+    def isa_verdict(self) -> str | None:
+        """The ISA verdict: "compiled" when every module compiled, else the first other one."""
+        if self.isa is None:
+            return None
+        failed = next((m.verdict for m in self.isa if m.verdict is not Verdict.COMPILED),
+                      Verdict.COMPILED)
+        return failed.value
+
+    @property
+    def isa_spill_bytes(self) -> int | None:
+        """The largest spill of its kernels (None when not compiled)."""
+        spills = [k.spill_bytes for k in self.isa_kernels if k.spill_bytes is not None]
+        return max(spills) if spills else None
 
 
 def _sample_configs(
@@ -151,27 +185,39 @@ def _sample_configs(
 
 def build_samples(
     problems: Sequence[ProblemSpec], caps: DeviceCaps, *, per_family: int, seed: int = 0,
-    progress: bool = True,
+    progress: bool = True, isa_device: str | None = None,
 ) -> list[SampleBuild]:
-    """Build the SPIR-V of the sampled configs (each in a scratch child process) and summarize."""
-    builds = []
+    """Build the SPIR-V of the sampled configs (each in a scratch child process) and summarize;
+    with ``isa_device`` (an ocloc device) also compile each build's modules for that GPU, in a
+    small pool while the next config builds.
+
+    Raises:
+        Xe2CompilerMissing: with ``isa_device`` when the Xe2 compiler is not installed.
+    """
+    builds: list[tuple[SampleBuild, list[Future[ModuleIsa]] | None]] = []
     samples = _sample_configs(problems, caps, per_family, seed)
-    for i, (label, problem, family, config) in enumerate(samples, 1):
-        if progress:
-            console.print(f"building {i}/{len(samples)}: {label} {seed_vocabulary(config)}",
-                          highlight=False)
-        plan = family.plan(config, problem, caps)
-        expected = getattr(family, "expected_matrix_mads", None)
-        expected_mads = expected(config, problem) if expected and caps.has_matrix_engine else None
-        try:
-            capture = capture_spirv(plan, timeout_s=BUILD_TIMEOUT_S)
-        except Xe2TuneError as exc:
-            builds.append(SampleBuild(label, config, None, expected_mads,
-                                      str(exc).splitlines()[0], 0.0))
-            continue
-        builds.append(SampleBuild(label, config, capture.summary_dict(), expected_mads, None,
-                                  capture.build_seconds))
-    return builds
+    with isa_pool() as pool:
+        for i, (label, problem, family, config) in enumerate(samples, 1):
+            if progress:
+                console.print(f"building {i}/{len(samples)}: {label} {seed_vocabulary(config)}",
+                              highlight=False)
+            plan = family.plan(config, problem, caps)
+            expected = getattr(family, "expected_matrix_mads", None)
+            expected_mads = (expected(config, problem) if expected and caps.has_matrix_engine
+                             else None)
+            try:
+                capture = capture_spirv(plan, timeout_s=BUILD_TIMEOUT_S)
+            except Xe2TuneError as exc:
+                builds.append((SampleBuild(label, config, None, expected_mads,
+                                           str(exc).splitlines()[0], 0.0), None))
+                continue
+            futures = [pool.submit(compile_isa, IsaJob(image, module, isa_device))
+                       for image, module in zip(capture.images, capture.modules, strict=True)
+                       ] if isa_device is not None else None
+            builds.append((SampleBuild(label, config, capture.summary_dict(), expected_mads,
+                                       None, capture.build_seconds), futures))
+        return [dataclasses.replace(b, isa=tuple(f.result() for f in futures))
+                if futures is not None else b for b, futures in builds]
 
 
 def _plan_dict(p: ProblemPlan) -> dict[str, Any]:
@@ -190,14 +236,24 @@ def print_dry_run(
 ) -> None:
     """Print the plan of every problem, then build and summarize a sample of configs."""
     plans = [plan_problem(p, caps) for p in problems]
-    builds = build_samples(problems, caps, per_family=sample, progress=not as_json)
+    description = describe_live_device(caps.name)
+    lookup = locate_xe2_compiler()
+    isa_device = description.ocloc_device if description and lookup.compiler else None
+    isa_unavailable = (None if isa_device else lookup.reason if description else
+                       f"{caps.name} is no catalog GPU")
+    builds = build_samples(problems, caps, per_family=sample, progress=not as_json,
+                           isa_device=isa_device)
     if as_json:
         print(json.dumps({
-            "target": target, "device": caps.name,
+            "target": target, "device": caps.name, "isa_target": isa_device,
+            "isa_unavailable": isa_unavailable,
             "problems": [_plan_dict(p) for p in plans],
             "builds": [{"label": b.label, "config": b.config.to_dict(), "spirv": b.summary,
                         "expected_matrix_mads": b.expected_mads, "error": b.error,
-                        "build_s": round(b.seconds, 2)} for b in builds],
+                        "build_s": round(b.seconds, 2), "isa_verdict": b.isa_verdict,
+                        "isa_spill_bytes": b.isa_spill_bytes,
+                        "isa": [m.to_dict() for m in b.isa] if b.isa is not None else None}
+                       for b in builds],
         }, indent=2))
         return
     console.print(f"[bold]dry run on {target}[/] ({caps.name}): nothing is run", highlight=False)
@@ -220,13 +276,33 @@ def print_dry_run(
             console.print(f"  default: {seed_vocabulary(p.default)}", highlight=False)
             console.print(f"  build options: {' '.join(p.build_options)}", highlight=False)
     console.print(f"\n[bold]SPIR-V of {len(builds)} sampled builds[/]", highlight=False)
+    console.print(f"ISA for {isa_device}: compiled only, never run" if isa_device else
+                  f"ISA: not compiled ({isa_unavailable})", highlight=False, markup=False)
     for b in builds:
         if b.error:
             console.print(f"  {b.label} {seed_vocabulary(b.config)}: build FAILED: {b.error}",
                           highlight=False)
             continue
-        console.print(f"  {b.label} {seed_vocabulary(b.config)}: {_summary_text(b)}",
-                      highlight=False)
+        console.print(f"  {b.label} {seed_vocabulary(b.config)}: {_summary_text(b)}"
+                      f"{_isa_mark(b)}", highlight=False, markup=False)
+        for k in b.isa_kernels:
+            console.print(f"    ISA {k.target} {k.kernel}: {_isa_text(k)}", highlight=False,
+                          markup=False)
+
+
+def _isa_mark(build: SampleBuild) -> str:
+    if build.isa_verdict not in (None, Verdict.COMPILED.value):
+        return f" [ISA FAILED: {build.isa_verdict}]"
+    return f" [spills {build.isa_spill_bytes} B]" if build.isa_spill_bytes else ""
+
+
+def _isa_text(k: KernelIsa) -> str:
+    if k.verdict is not Verdict.COMPILED:
+        return f"FAILED: {k.message}"
+    spill = f"spills {k.spill_bytes} B" if k.spill_bytes else "no spill"
+    counts = (f", {k.counts.dpas} DPAS, {k.counts.block2d_loads} 2D block loads"
+              if k.counts else f" ({k.message})")
+    return f"compiled, {k.grf_count} GRF, {k.threads_per_eu} threads/EU, {spill}{counts}"
 
 
 def _summary_text(build: SampleBuild) -> str:

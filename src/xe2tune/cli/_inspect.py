@@ -3,8 +3,9 @@
 Per kernel: the required subgroup size, the register mode, matrix multiply-accumulates and
 static local memory, read from the SPIR-V the SYCL runtime compiles the config to. ``--target``
 validates and plans for a catalog GPU that is not here (its description only changes the
-defines; the build runs on the embedded CPU device). ``--ocloc-target`` adds what Intel's offline
-compiler makes of the modules for a GPU it knows, labelled with that GPU.
+defines; the build runs on the embedded CPU device). ``--isa`` adds what Intel's Xe2 compiler
+makes of the modules for that GPU (registers, occupancy, spills, instruction counts per kernel),
+labelled with the GPU; the GPU is never run.
 """
 
 from __future__ import annotations
@@ -18,19 +19,19 @@ from rich.table import Table
 from xe2tune.cli._app import app, console, fail
 from xe2tune.cli._bench import parse_config, problem_from_options
 from xe2tune.cli._devices import DeviceOption, JsonOption
+from xe2tune.cli._isa_view import capture_isa, compiler_missing, print_isa
 from xe2tune.cli._vocabulary import seed_vocabulary
 from xe2tune.errors import InvalidConfig, Xe2TuneError
 from xe2tune.kernels import (
     LaunchPlan,
-    OclocReport,
+    ModuleIsa,
     SpirvCapture,
     capture_spirv,
     catalog_device,
     define_flags,
+    describe_live_device,
     family_for,
     family_for_mode,
-    ocloc_compile,
-    ocloc_path,
 )
 
 # A capture may build twice (the second time under the CPU runtime's slow vectorizer mode 0:
@@ -38,19 +39,47 @@ from xe2tune.kernels import (
 CAPTURE_TIMEOUT_S = 600.0
 
 
-def bench_spirv(plan: LaunchPlan) -> dict[str, Any]:
-    """The SPIR-V summary ``bench --json`` reports; a capture that fails is reported in it.
+def _first_line(exc: Xe2TuneError) -> str:
+    return (str(exc).splitlines() or [type(exc).__name__])[0]
+
+
+def bench_spirv(plan: LaunchPlan, isa_device: str | None) -> dict[str, Any]:
+    """The SPIR-V summary ``bench --json`` reports (``"spirv"``), and with ``isa_device`` the
+    ISA for that GPU (``"isa"``).
 
     The bench has already built and measured the config, so a failed capture (a timeout, say)
-    must not cost its result.
+    or a missing compiler is reported in the result, never costs it.
     """
     try:
-        return capture_spirv(plan, timeout_s=CAPTURE_TIMEOUT_S).to_dict()
+        capture = capture_spirv(plan, timeout_s=CAPTURE_TIMEOUT_S)
     except Xe2TuneError as exc:
-        return {"error": (str(exc).splitlines() or [type(exc).__name__])[0]}
+        error = {"error": _first_line(exc)}
+        return {"spirv": error, **({"isa": error} if isa_device else {})}
+    out: dict[str, Any] = {"spirv": capture.to_dict()}
+    if isa_device is not None:
+        missing = compiler_missing()
+        out["isa"] = {"error": missing} if missing else {
+            "target": isa_device,
+            "modules": [m.to_dict() for m in capture_isa(capture, isa_device)]}
+    return out
 
 
-def _print(capture: SpirvCapture, ocloc: list[OclocReport], head: str, config: str,
+def print_bench_isa(plan: LaunchPlan, isa_device: str) -> None:
+    """``bench --isa-target`` without ``--json``: the ISA table, or why there is none.
+
+    Raises:
+        Xe2CompilerMissing: if the compiler is not installed (``bench`` checks it first).
+    """
+    try:
+        capture = capture_spirv(plan, timeout_s=CAPTURE_TIMEOUT_S)
+    except Xe2TuneError as exc:
+        console.print(f"ISA: no SPIR-V: {_first_line(exc)}", highlight=False, markup=False)
+        return
+    print_isa(capture_isa(capture, isa_device),
+              f"ISA for {isa_device} (compiled only, never run there)")
+
+
+def _print(capture: SpirvCapture, isa: list[ModuleIsa], head: str, config: str,
            defines: list[str]) -> None:
     console.print(head, highlight=False)
     console.print(f"config: {config}", highlight=False, markup=False)
@@ -65,9 +94,8 @@ def _print(capture: SpirvCapture, ocloc: list[OclocReport], head: str, config: s
     console.print(table)
     summary = capture.summary_dict()
     console.print(f"extensions: {', '.join(summary['extensions']) or '-'}", highlight=False)
-    for report in ocloc:
-        console.print(f"ocloc ({', '.join(report.kernels)}): {report.text()}", highlight=False,
-                      markup=False)
+    if isa:
+        print_isa(isa, f"ISA for {isa[0].target} (compiled only, never run)")
 
 
 @app.command()
@@ -88,8 +116,10 @@ def inspect(
     target: Annotated[str | None, typer.Option(
         help="catalog GPU to plan for instead of the live device, e.g. b580")] = None,
     device: DeviceOption = None,
-    ocloc_target: Annotated[str | None, typer.Option(
-        "--ocloc-target", help="also compile with ocloc for this GPU, e.g. dg2 or pvc")] = None,
+    isa: Annotated[bool, typer.Option(
+        "--isa", help="also compile the SPIR-V with Intel's Xe2 compiler for the --target GPU "
+                      "(or the live one) and report each kernel's ISA: registers, threads per "
+                      "EU, spills, DPAS and 2D block messages")] = False,
     timeout: Annotated[float, typer.Option(help="seconds the capture may take")] = (
         CAPTURE_TIMEOUT_S),
     as_json: JsonOption = False,
@@ -101,16 +131,20 @@ def inspect(
     )
     if target is not None and device is not None:
         raise fail("--target (a catalog GPU) and --device (a live one) exclude each other")
-    if ocloc_target is not None and ocloc_path() is None:
-        raise fail("--ocloc-target needs ocloc on PATH (Debian: apt-get install "
-                   "intel-opencl-icd)")
+    if isa and (missing := compiler_missing()) is not None:
+        raise fail(f"--isa: {missing}")
     if target is not None:
-        caps, where = catalog_device(target).caps, target
+        description = catalog_device(target)
+        caps, where = description.caps, target
     else:
         from xe2tune.harness import device_caps, resolve_device  # a live device: dpctl loads
 
         live = resolve_device(device)
         caps, where = device_caps(live), device or live.filter_string
+        description = describe_live_device(caps.name)
+    if isa and description is None:
+        raise fail(f"--isa: {caps.name} is no catalog GPU; name one with --target (e.g. b580, "
+                   "b570, 140v)")
     launcher = parse_config(config, family or family_for_mode(problem.mode).name) \
         if config else None
     chosen = family_for(problem, caps, family or (launcher.family if launcher else None))
@@ -122,20 +156,19 @@ def inspect(
         raise InvalidConfig(f"invalid config: {reason}")
     plan = chosen.plan(launcher, problem, caps)
     capture = capture_spirv(plan, timeout_s=timeout)
-    ocloc = [ocloc_compile(image, module, target=ocloc_target, timeout_s=timeout)
-             for image, module in zip(capture.images, capture.modules, strict=True)
-             ] if ocloc_target else []
+    reports = capture_isa(capture, description.ocloc_device) if isa and description else []
     defines = define_flags(plan.defines)
     if as_json:
         print(json.dumps({
             "problem": problem.to_dict(), "family": chosen.name, "config": launcher.to_dict(),
             "device": where, "device_name": caps.name, "catalog_target": target is not None,
             "defines": defines, "spirv": capture.to_dict(),
-            "ocloc": [r.to_dict() for r in ocloc] if ocloc_target else None,
+            "isa": {"target": description.ocloc_device,
+                    "modules": [m.to_dict() for m in reports]} if isa and description else None,
         }, indent=2))
         return
     p = problem
     head = (f"[bold]{chosen.name}[/] for {where} ({caps.name}): {p.mode} D={p.head_dim} "
             f"{p.dtype} q={p.q_len} kv={p.kv_len} heads {p.heads_q}/{p.heads_kv} batch "
             f"{p.batch} causal={p.causal}")
-    _print(capture, ocloc, head, seed_vocabulary(launcher), defines)
+    _print(capture, reports, head, seed_vocabulary(launcher), defines)
