@@ -16,7 +16,7 @@ from xe2tune.kernels._family import Baseline, KernelFamily, KernelLaunch, Launch
 from xe2tune.kernels._family_union import FamilyUnion, family_source_hash
 from xe2tune.kernels._inputs import dtype_name, make_inputs, numpy_dtype
 from xe2tune.kernels._isa import KernelIsa, ModuleIsa, iga_platform, module_isa
-from xe2tune.kernels._isa_counts import IsaCounts, count_isa
+from xe2tune.kernels._isa_counts import IsaCounts, count_dpas_loop, count_isa
 from xe2tune.kernels._isa_jobs import (
     ISA_TIMEOUT_S,
     MAX_PARALLEL_COMPILES,
@@ -138,6 +138,7 @@ __all__ = [
     "compile_isa",
     "compile_isa_all",
     "compile_module",
+    "count_dpas_loop",
     "count_isa",
     "iga_platform",
     "isa_pool",

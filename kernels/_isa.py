@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from xe2tune.kernels._isa_counts import IsaCounts, count_isa
+from xe2tune.kernels._isa_counts import IsaCounts, count_dpas_loop, count_isa
 from xe2tune.kernels._spirv import SYCL_KERNEL_PREFIX, SpirvSummary
 from xe2tune.kernels._xe2_compile import CompileOutcome, Verdict
 from xe2tune.kernels._xe2_compiler import Xe2Compiler
@@ -49,12 +49,15 @@ class KernelIsa:
     has_dpas: bool | None
     counts: IsaCounts | None
     log_spill_estimate: int | None  # IGC's "spilled around N" in ocloc's log
+    # The innermost loop holding every dpas (an attention kernel's K loop), None without one.
+    dpas_loop: IsaCounts | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready fields, the instruction counts flattened in."""
-        fields = {k: v for k, v in vars(self).items() if k != "counts"}
+        fields = {k: v for k, v in vars(self).items() if k not in ("counts", "dpas_loop")}
         return {**fields, "verdict": self.verdict.value,
-                **(self.counts.to_dict() if self.counts else {"instructions": None})}
+                **(self.counts.to_dict() if self.counts else {"instructions": None}),
+                "dpas_loop": self.dpas_loop.to_dict() if self.dpas_loop else None}
 
     def text(self) -> str:
         """One line for people (without the kernel name and target)."""
@@ -71,7 +74,17 @@ class KernelIsa:
                 f"{f' ({forms})' if forms else ''}, 2D stores {c.block2d_stores}, 2D prefetches "
                 f"{c.block2d_prefetches}, global ld/st/atomic {c.global_loads}/"
                 f"{c.global_stores}/{c.global_atomics}, SLM msgs {c.slm_messages}, scratch msgs "
-                f"{c.scratch_messages}, barriers {c.barriers}, {c.instructions} instructions")
+                f"{c.scratch_messages}, barriers {c.barriers}, {c.instructions} instructions"
+                f"{self._loop_text()}")
+
+    def _loop_text(self) -> str:
+        lp = self.dpas_loop
+        if lp is None:
+            return ""
+        return (f"; DPAS loop: {lp.instructions} instructions, {lp.dpas} DPAS, 2D loads "
+                f"{lp.block2d_loads}, 2D prefetches {lp.block2d_prefetches}, global ld/st "
+                f"{lp.global_loads}/{lp.global_stores}, SLM msgs {lp.slm_messages}, scratch msgs "
+                f"{lp.scratch_messages}")
 
 
 @dataclass(frozen=True)
@@ -146,6 +159,7 @@ def _kernel(info: ZeKernelInfo, isa: bytes | None, outcome: CompileOutcome,
         spill_bytes=info.spill_size, private_bytes=info.private_size, slm_bytes=info.slm_size,
         has_dpas=info.has_dpas, counts=count_isa(listing) if listing is not None else None,
         log_spill_estimate=log_spills.get(info.name),
+        dpas_loop=count_dpas_loop(listing) if listing is not None else None,
     )
 
 

@@ -15,7 +15,9 @@ tests/data/isa_probe.cpp):
   wait; ``sync.bar`` is what is counted.
 
 Counts are static (an instruction in a loop counts once); the padding IGC appends after the
-last end-of-thread send is not counted.
+last end-of-thread send is not counted. :func:`count_dpas_loop` counts the innermost loop that
+holds every ``dpas`` of a kernel: in an attention kernel, the K loop, which is what its
+throughput rests on.
 """
 
 from __future__ import annotations
@@ -29,6 +31,8 @@ from typing import Any
 _PREDICATE = re.compile(r"^\((?:[^)]*)\)\s*")
 _BLOCK2D_TYPE = re.compile(r"^d(?P<bits>\d+)(?P<form>[vt]?)$")
 _FORMS = {"": "plain", "v": "vnni", "t": "transposed"}
+_LABEL = re.compile(r"^(L\d+):")
+_BRANCH = re.compile(r"\b(?:jmpi|goto|while|brc|brd)\b.*?\b(L\d+)\b")
 
 
 @dataclass(frozen=True)
@@ -128,3 +132,21 @@ def count_isa(disassembly: str) -> IsaCounts:
         scratch_messages=counts["scratch_messages"], barriers=counts["barriers"],
         fences=counts["fences"], other_sends=counts["other_sends"],
     )
+
+
+def count_dpas_loop(disassembly: str) -> IsaCounts | None:
+    """Counts of the innermost loop that holds every ``dpas`` (from its label to the backward
+    branch that closes it), or None when the kernel has no dpas or they are in no one loop."""
+    lines = disassembly.splitlines()
+    dpas = [i for i, line in enumerate(lines)
+            if (p := _mnemonic_and_rest(line)) is not None and p[0].startswith("dpas")]
+    if not dpas:
+        return None
+    labels = {m[1]: i for i, line in enumerate(lines) if (m := _LABEL.match(line.strip()))}
+    loops = [(labels[m[1]], i) for i, line in enumerate(lines)
+             if (m := _BRANCH.search(line)) and m[1] in labels and labels[m[1]] < i]
+    around = [(a, b) for a, b in loops if a <= dpas[0] and dpas[-1] <= b]
+    if not around:
+        return None
+    first, last = min(around, key=lambda loop: loop[1] - loop[0])
+    return count_isa("\n".join(lines[first:last + 1]))

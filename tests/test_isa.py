@@ -28,6 +28,7 @@ from xe2tune.kernels import (
     catalog_device,
     compile_isa,
     compile_isa_all,
+    count_dpas_loop,
     count_isa,
     locate_xe2_compiler,
     parse_spirv,
@@ -195,6 +196,29 @@ def test_counts_read_from_a_listing():
     assert c.block2d_loads == 1 and c.block2d_prefetches == 1 and c.scratch_messages == 1
     assert c.block2d_loads_by_form == {"plain": 1} and c.global_loads == 0
     assert c.other_sends == 1  # the payload load
+
+
+def test_the_dpas_loop_is_the_innermost_loop_around_every_dpas():
+    mov = "(W)     mov (16|M0)              r2.0<1>:ud    r0.0<1;1,0>:ud"
+    dpas = "        dpas.8x8 (16|M0)         r28:f  null:f  r10:hf  r5.0:hf  {$0}"
+    scattered = ("        send.ugm (16|M0)         r94      r66  null:0  0x0  0x04180580  {$11} "
+                 "// wr:2+0, rd:1; load.ugm.d32.a64.ca.ca")
+    listing = "\n".join([
+        "L0:", mov, scattered,                       # before the loop: not counted in it
+        "L100:", mov,                                # outer loop
+        "L200:", mov, dpas, scattered, dpas, mov,    # inner loop: both dpas
+        "(f0.0)  jmpi                                 L200",
+        "(f1.0)  jmpi                                 L100",
+        "(W)     jmpi                                 L900",  # forward: no loop
+        "L900:",
+        "(W)     send.gtwy (1|M0)         null     r127  null:0  0x0  0x02000010  {EOT,$4} "
+        "// wr:1+0, rd:0; end of thread",
+    ])
+    loop = count_dpas_loop(listing)
+    assert loop.dpas == 2 and loop.global_loads == 1 and loop.instructions == 6
+    no_inner = listing.replace("L200\n", "L900\n")  # the inner back branch jumps forward
+    assert count_dpas_loop(no_inner).instructions == 8  # then the outer loop holds them
+    assert count_dpas_loop(listing.replace("dpas.8x8", "mad")) is None
 
 
 def test_bytes_that_are_not_a_zebin_are_refused():

@@ -95,6 +95,15 @@ def test_baselines_and_defaults_compile_without_spills_on_dpas_and_2d_loads(
             assert forms.get("transposed") == nf * problem.head_dim // 16, kernel.text()
             assert forms.get("vnni") == nf * problem.head_dim_v // 16, kernel.text()
             assert c.scratch_messages == 0, kernel.text()
+            # The K loop: every DPAS and 2D block load in it, no other global load or store
+            # (Q comes from local memory), prefetches from the loop, not once per subgroup
+            # share: a work-group's messages are dealt over its subgroups.
+            loop = kernel.dpas_loop
+            assert loop is not None, kernel.text()
+            assert loop.dpas == c.dpas and loop.block2d_loads == c.block2d_loads, kernel.text()
+            assert loop.global_loads == loop.global_stores == loop.scratch_messages == 0
+            if config.stages > 0:
+                assert loop.block2d_prefetches >= 1, kernel.text()
 
 
 def test_igc_still_crashes_on_joint_matrix_apply_to_a_struct_member():

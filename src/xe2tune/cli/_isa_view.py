@@ -31,10 +31,13 @@ ISA_COLUMNS = (
     Column("2D pf", right=True, drop=5), Column("ld/st/at", right=True, drop=6),
     Column("SLM", right=True, drop=7), Column("scratch", right=True, drop=1),
     Column("bar", right=True, drop=8), Column("instr", right=True, drop=9),
+    Column("loop instr", right=True, drop=10), Column("loop ld/st", right=True, drop=10),
 )
 ISA_LEGEND = ("2D ld: 2D block loads, p/v/t: plain / VNNI / transposed; 2D st, 2D pf: 2D block "
               "stores, prefetches; ld/st/at: other global loads / stores / atomics; SLM, "
-              "scratch: local-memory and spill/fill messages; bar: barriers; static counts")
+              "scratch: local-memory and spill/fill messages; bar: barriers; loop: the innermost "
+              "loop holding every DPAS (the K loop), its instructions and other global loads / "
+              "stores; static counts")
 
 
 def ocloc_device(target: str) -> str:
@@ -76,6 +79,8 @@ def _row(k: KernelIsa) -> list[str]:
         f"{c.global_loads}/{c.global_stores}/{c.global_atomics}" if c else "-",
         num(c.slm_messages if c else None), num(c.scratch_messages if c else None),
         num(c.barriers if c else None), num(c.instructions if c else None),
+        num(k.dpas_loop.instructions if k.dpas_loop else None),
+        f"{k.dpas_loop.global_loads}/{k.dpas_loop.global_stores}" if k.dpas_loop else "-",
     ]
 
 
