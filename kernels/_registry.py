@@ -10,6 +10,7 @@ from xe2tune.kernels._family_union import FamilyUnion
 from xe2tune.kernels._prefill import PrefillFamily
 from xe2tune.kernels._problem import ProblemSpec
 from xe2tune.kernels._xmx_decode import XmxDecodeFamily
+from xe2tune.kernels._xmx_family import uses_native_builtins
 from xe2tune.kernels._xmx_prefill import XmxPrefillFamily
 
 # In order of preference: where several families serve a problem, the first one's default is
@@ -54,15 +55,18 @@ def family_for_mode(mode: str) -> KernelFamily:
 def families_for(problem: ProblemSpec, caps: DeviceCaps) -> tuple[KernelFamily, ...]:
     """The families searched for a problem on a device, in order of preference.
 
-    A matrix-engine family is searched only where the device has a matrix engine: elsewhere its
-    portable tile ops only emulate the engine (a correctness vehicle, slower than the
-    vector-lane kernels by construction), so it runs only when named.
+    Where their native Xe built-ins run (an Intel GPU with 8 x 16 x 16 DPAS), the matrix-engine
+    families that serve the problem are searched alone: the vector-lane families are the CPU
+    design, whose tiles spill on Xe2 (IGC 2.40 for bmg: 3-20 KB per prefill kernel in a dry
+    run's sample). They serve what the matrix engine does not (fp32) and every other device,
+    where the matrix-engine families only emulate the engine (a correctness vehicle, slower
+    than the vector-lane kernels by construction). Either kind still runs when named.
     """
-    return tuple(
-        f for f in _FAMILIES.values()
-        if f.unavailable_reason(problem, caps) is None
-        and (caps.has_matrix_engine or not f.needs_matrix_engine)
-    )
+    available = [f for f in _FAMILIES.values() if f.unavailable_reason(problem, caps) is None]
+    matrix = tuple(f for f in available if f.needs_matrix_engine)
+    if matrix and uses_native_builtins(caps):
+        return matrix
+    return tuple(f for f in available if not f.needs_matrix_engine)
 
 
 def search_family(problem: ProblemSpec, caps: DeviceCaps) -> KernelFamily:

@@ -61,7 +61,8 @@ def test_b580_dry_run_prints_spaces_baselines_and_checked_spirv():
     report = json.loads(out.stdout)
     (problem,) = report["problems"]
     spaces = {s["family"]: s for s in problem["spaces"]}
-    assert set(spaces) == {"sdpa_xmx_prefill", "sdpa_prefill"}
+    # Only the matrix-engine family: the vector-lane one spills on Xe2 and is not searched.
+    assert set(spaces) == {"sdpa_xmx_prefill"}
     assert all(0 < s["valid"] < s["cartesian"] for s in spaces.values())
     baselines = {b["label"]: b for b in problem["baselines"]}
     assert baselines["seed 000 SageV1"]["valid"] and baselines["SYCL*TLA example"]["valid"]

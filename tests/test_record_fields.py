@@ -66,7 +66,7 @@ def test_a_trials_params_look_up_the_config_the_family_would_make() -> None:
                                   q_len=1 if mode == "decode" else 512, kv_len=512)
             for family in families_for(problem, device.caps):
                 configs = [b.config for b in family.baselines(problem, device.caps)]
-                if device.key == "b580" and head_dim == 128:
+                if device.key in ("b580", "a770") and head_dim == 128:  # matrix, vector-lane
                     configs.append(family.default_config(problem, device.caps))
                 for config in configs:
                     params = family.params_from_config(config)
