@@ -46,6 +46,10 @@ GRF_SIZES = (128, 256)
 NO_GRF_MODEL_GRF = 128  # the only grf value on a device without a register-file model
 POLICIES = {"emulated": 0, "native": 1}
 PREFETCH_COLUMNS = 32  # 16-bit columns of one 2D block prefetch message
+# The register model's terms beyond the fragments (register_footprint): per 8-row fragment,
+# and for the rest of the subgroup's state; C++ mirror: Shape::REGISTERS.
+ROW_STATE_REGS = 2
+RESERVED_REGS = 12
 
 PARAMS = ("bq", "bk", "bd", "bv", "sg_q", "sg_k", "stages", "grf")
 
@@ -168,12 +172,15 @@ class XmxFamilyBase(SdpaFamilyBase):
     # --- resources -------------------------------------------------------------------------
     @staticmethod
     def register_footprint(config: LauncherConfig, problem: ProblemSpec) -> int:
-        """64-byte registers one subgroup's fragments take (Shape::REGISTERS in C++).
+        """64-byte registers one subgroup needs (Shape::REGISTERS in C++).
 
-        Q [rows, BD] as fp16/bf16 (reloaded per D slice, as seed 000 does), S [rows, keys]
-        fp32, P [rows, keys] as fp16/bf16 and O [rows, Dv] fp32, where rows = BQ / sg_q and
-        keys = BK / sg_k are the subgroup's share. K/V operands, addresses and softmax rows are
-        not counted: the estimate is a lower bound, used to reject what cannot fit.
+        The fragments: Q [rows, BD] as fp16/bf16 (reloaded per D slice, as seed 000 does),
+        S [rows, keys] fp32, P [rows, keys] as fp16/bf16 and O [rows, Dv] fp32, where rows =
+        BQ / sg_q and keys = BK / sg_k are the subgroup's share; then ROW_STATE_REGS per 8-row
+        fragment (its row max, sum, rescale and last key as one register each, not all live
+        at once) and RESERVED_REGS for K/V operands, addresses and the thread payload. The two
+        constants are fitted to IGC 2.40's allocation for bmg on a sample of 260 configs (the
+        README's table): the smallest that leave no config the model accepts spilling.
         """
         sg_q, sg_k = config.subgroup_layout
         rows, keys = config.bq // sg_q, config.bk // sg_k
@@ -183,7 +190,8 @@ class XmxFamilyBase(SdpaFamilyBase):
             return -(-nbytes // 64)
 
         return (regs(rows * config.bd * ELEMENT_BYTES) + regs(rows * keys * 4)
-                + regs(rows * keys * ELEMENT_BYTES) + regs(rows * dv * 4))
+                + regs(rows * keys * ELEMENT_BYTES) + regs(rows * dv * 4)
+                + ROW_STATE_REGS * (rows // DPAS_M) + RESERVED_REGS)
 
     @staticmethod
     def expected_matrix_mads(config: LauncherConfig, problem: ProblemSpec) -> int:
@@ -295,8 +303,8 @@ class XmxFamilyBase(SdpaFamilyBase):
                         f"{p['sg_q']} x {p['sg_k']} = {p['sg_q'] * p['sg_k']}")
             regs = self.register_footprint(config, problem)
             if regs > grf:
-                return (f"register footprint {regs} (Q, S, P, O fragments of a subgroup) exceeds "
-                        f"grf {grf} registers per thread")
+                return (f"register footprint {regs} (a subgroup's Q, S, P, O fragments, row state "
+                        f"and {RESERVED_REGS} reserved) exceeds grf {grf} registers per thread")
         local = self.local_memory_bytes(config, problem, caps)
         if local > caps.local_mem_bytes:
             return f"local memory {local} B exceeds the device's {caps.local_mem_bytes} B"

@@ -133,7 +133,7 @@ def test_live_cpu_caps_report_the_runtime_truthfully(cpu_caps):
 
 
 XE2_COUNTS = {  # valid xmx configs of hd128 fp16 (prefill, GQA decode): the Xe2 rules are shared
-    "b580": (6336, 4050), "b570": (6336, 4050), "arc140v": (6336, 4050),
+    "b580": (5556, 3537), "b570": (5556, 3537), "arc140v": (5556, 3537),
 }
 
 

@@ -85,17 +85,18 @@ def test_sage_v1_is_the_hd128_default_and_its_figures():
         (256, 64, 32), (256, 32, 64), (256, 128))
     assert (config.subgroup_layout, config.stages, config.vtiles) == ((16, 1), 2, 4)
     assert config.knob("grf") == 256 and config.family == "sdpa_xmx_prefill"
-    # Q 16x32 fp16 (16) + S 16x64 fp32 (64) + P (32) + O 16x128 fp32 (128) registers
-    assert PREFILL.register_footprint(config, problem) == 240
+    # Q 16x32 fp16 (16) + S 16x64 fp32 (64) + P (32) + O 16x128 fp32 (128) registers, 2 x 2
+    # for the row state of its 2 row fragments, 12 reserved: the whole register file
+    assert PREFILL.register_footprint(config, problem) == 256
     # 2 row fragments x 4 key fragments x (128 + 128) / 16
     assert PREFILL.expected_matrix_mads(config, problem) == 128
 
 
 ONEDNN_PREFILL = [
     # (head dim, BQ, BK, sg_q, sg_k, footprint): O [BQ / sg_q, D] fp32 alone is >= 256 registers
-    (64, 128, 128, 2, 8, 416),
-    (128, 128, 256, 2, 16, 672),
-    (256, 128, 128, 4, 8, 592),
+    (64, 128, 128, 2, 8, 444),
+    (128, 128, 256, 2, 16, 700),
+    (256, 128, 128, 4, 8, 612),
 ]
 
 
@@ -126,7 +127,8 @@ INVALID = [
     ("over-max-work-group", prefill(64), dict(bq=512, bk=64, sg_q=32, sg_k=4, grf=128),
      "exceeds the device maximum 1024"),
     ("registers-128", prefill(128), dict(bq=128, sg_q=8, grf=128),
-     "register footprint 240 (Q, S, P, O fragments of a subgroup) exceeds grf 128"),
+     "register footprint 256 (a subgroup's Q, S, P, O fragments, row state and 12 reserved) "
+     "exceeds grf 128"),
     ("grf-value", prefill(128), dict(grf=192), "grf must be 128 or 256"),
 ]
 
