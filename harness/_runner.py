@@ -237,6 +237,10 @@ class ConfigRunner:
         except KernelCompileError as exc:
             return TrialResult(TrialStatus.COMPILE_ERROR, error=str(exc), **base)
         build_s = built.build_seconds
+        # A live Intel GPU's compiler says what it spilled: no device time on such a build.
+        spill = built.spill_reason()
+        if spill is not None:
+            return TrialResult(TrialStatus.SPILLS, build_s=build_s, error=spill, **base)
         inputs, reference = self._inputs_and_reference(request)
         self.hooks.phase("verify", config_hash)
         executor = PlanExecutor(self.queue, built, plan, problem)

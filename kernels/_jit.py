@@ -11,7 +11,7 @@ import re
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -89,6 +89,17 @@ class BuiltProgram:
     build_seconds: float
     cached: bool  # True when served from this process's map (no runtime call at all)
     log: str
+    # Bytes each kernel spills, as the device's compiler allocated them (the SYCL kernel info
+    # spill_memory_size: Intel GPUs under Level Zero); empty where the device cannot tell.
+    spill_bytes: Mapping[str, int] = field(default_factory=dict)
+
+    def spill_reason(self) -> str | None:
+        """Why the build is not worth timing (its kernels spill registers), or None."""
+        spilled = {name: n for name, n in self.spill_bytes.items() if n > 0}
+        if not spilled:
+            return None
+        return "spills registers (the device compiler's allocation, not timed): " + ", ".join(
+            f"{name} {n} B" for name, n in sorted(spilled.items()))
 
 
 _cache: dict[tuple[str, str, tuple[str, ...], tuple[str, ...]], BuiltProgram] = {}
@@ -120,11 +131,11 @@ def build_program(
     with _cache_lock:
         hit = _cache.get(key)
     if hit is not None:
-        return BuiltProgram(hit.kernels, 0.0, True, hit.log)
+        return BuiltProgram(hit.kernels, 0.0, True, hit.log, hit.spill_bytes)
     ext = load_extension()
     started = time.perf_counter()
     try:
-        kernels, log = ext.build_sycl_source(
+        kernels, log, spills = ext.build_sycl_source(
             queue, kernel_source(file_name), _headers(file_name), list(kernel_names), list(options)
         )
     except ext.BuildError as exc:
@@ -134,7 +145,8 @@ def build_program(
             log=log,
             source_path=str(KERNEL_DIR / file_name),
         ) from None
-    built = BuiltProgram(kernels, time.perf_counter() - started, False, log)
+    built = BuiltProgram(kernels, time.perf_counter() - started, False, log,
+                         {name: int(n) for name, n in spills.items()})
     with _cache_lock:
         _cache[key] = built
     return built

@@ -48,6 +48,9 @@ py::tuple build_sycl_source(sycl::queue &queue, const std::string &source,
     throw py::error_already_set();
   }
   py::dict kernels;
+  py::dict spills;  // IGC's spill bytes per kernel, where the device reports them (Level Zero)
+  const sycl::device device = queue.get_device();
+  const bool reports_spills = device.has(sycl::aspect::ext_intel_spill_memory_size);
   for (const auto &name : kernel_names) {
     if (!exe->ext_oneapi_has_kernel(name)) {
       PyErr_SetObject(build_error_type,
@@ -56,9 +59,13 @@ py::tuple build_sycl_source(sycl::queue &queue, const std::string &source,
                           .ptr());
       throw py::error_already_set();
     }
-    kernels[py::str(name)] = exe->ext_oneapi_get_kernel(name);
+    const sycl::kernel kernel = exe->ext_oneapi_get_kernel(name);
+    kernels[py::str(name)] = kernel;
+    if (reports_spills)
+      spills[py::str(name)] = kernel.get_info<
+          sycl::ext::intel::info::kernel_device_specific::spill_memory_size>(device);
   }
-  return py::make_tuple(kernels, log);
+  return py::make_tuple(kernels, log, spills);
 }
 
 bool can_build_sycl(sycl::queue &queue) {
@@ -79,7 +86,8 @@ PYBIND11_MODULE(_sycl_jit, m) {
   m.attr("BuildError") = py::handle(build_error_type);
   m.def("build_sycl_source", &build_sycl_source, py::arg("queue"), py::arg("source"),
         py::arg("headers"), py::arg("kernel_names"), py::arg("options"),
-        "Compile SYCL source for the queue's device; returns ({name: SyclKernel}, log).");
+        "Compile SYCL source for the queue's device; returns ({name: SyclKernel}, log, "
+        "{name: spill bytes} (empty where the device does not report spills)).");
   m.def("can_build_sycl", &can_build_sycl, py::arg("queue"),
         "Whether the device's runtime can compile SYCL source.");
   m.def("has_matrix_aspect", &has_matrix_aspect, py::arg("queue"),

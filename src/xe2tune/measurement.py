@@ -132,6 +132,7 @@ class TrialStatus(str, enum.Enum):
     OK = "ok"
     INVALID = "invalid"  # rejected by the family's validator, never built
     COMPILE_ERROR = "compile_error"
+    SPILLS = "spills"  # built, but the device's compiler spilled registers: never timed
     LAUNCH_ERROR = "launch_error"
     WRONG_RESULT = "wrong_result"
     TIMEOUT = "timeout"  # the priming launch alone exceeded BenchSettings.launch_timeout_s
