@@ -1,7 +1,7 @@
 // The Xe matrix-engine primitives the xmx tile ops are written in: 2D block loads of K and V
-// (transposed and VNNI-transformed on the fly), 2D block prefetches, the subgroup block read of
-// a Q fragment from local memory and the DPAS multiply-add, on per-lane vectors in the Xe DPAS
-// register layout (SIMD16, lane j holds column j):
+// (transposed and VNNI-transformed on the fly), 2D block prefetches and stores, the subgroup
+// block read of a Q fragment from local memory and the DPAS multiply-add, on per-lane vectors
+// in the Xe DPAS register layout (SIMD16, lane j holds column j):
 //   Frag8   float x 8    x[r] = C[r][j]                         (accumulator, 8 x 16)
 //   Half8   16-bit x 8   x[r] = A[r][j]                         (A operand, 8 rows x 16 k)
 //   Pair8   32-bit x 8   x[p] = B[2p][j] | B[2p + 1][j] << 16   (B operand, 16 k x 16, VNNI)

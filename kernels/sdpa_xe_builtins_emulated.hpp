@@ -44,6 +44,18 @@ struct Builtins {
     return out;
   }
 
+  static void store_rows8(sycl::sub_group sg, const Surface &s, int x, int y, Half8 v) {
+    const int column = x + lane(sg);
+    if (column < 0 || (column + 1) * 2 > s.width) return;
+#pragma unroll
+    for (int r = 0; r < 8; ++r) {
+      if (y + r < 0 || y + r >= s.height) continue;
+      char *row = static_cast<char *>(const_cast<void *>(s.base)) +
+                  static_cast<size_t>(y + r) * s.pitch;
+      reinterpret_cast<std::uint16_t *>(row)[column] = static_cast<std::uint16_t>(v[r]);
+    }
+  }
+
   // A cache hint: nothing to emulate.
   template <int Rows>
   static void prefetch(sycl::sub_group, const Surface &, int, int) {}

@@ -21,6 +21,9 @@ SYCL_EXTERNAL void intel_sub_group_2d_block_prefetch_16b_16r16x2c(XE2T_GLOBAL vo
                                                                  int, xe2t::xe::Int2);
 SYCL_EXTERNAL void intel_sub_group_2d_block_prefetch_16b_32r16x2c(XE2T_GLOBAL void *, int, int,
                                                                  int, xe2t::xe::Int2);
+SYCL_EXTERNAL void intel_sub_group_2d_block_write_16b_8r16x1c(XE2T_GLOBAL void *, int, int, int,
+                                                             xe2t::xe::Int2,
+                                                             XE2T_PRIVATE unsigned short *);
 // cl_intel_subgroup_matrix_multiply_accumulate: 8 x 16 x 16, fp32 accumulators.
 SYCL_EXTERNAL xe2t::xe::Frag8 intel_sub_group_f16_f16_matrix_mad_k16(xe2t::xe::Half8,
                                                                      xe2t::xe::Pair8,
@@ -65,6 +68,16 @@ struct Builtins {
                                                         (XE2T_PRIVATE unsigned int *)&out);
 #endif
     return out;
+  }
+
+  // 8 rows x 16 16-bit columns at (x, y) from lane j's column j; writes outside the surface
+  // are dropped.
+  static void store_rows8(sycl::sub_group, const Surface &s, int x, int y,
+                          [[maybe_unused]] Half8 v) {
+#ifdef __SYCL_DEVICE_ONLY__
+    intel_sub_group_2d_block_write_16b_8r16x1c(global(s.base), s.width, s.height, s.pitch,
+                                              Int2{x, y}, (XE2T_PRIVATE unsigned short *)&v);
+#endif
   }
 
   // Rows x 32 16-bit columns at (x, y) towards the caches (Rows = 16 or 32).

@@ -114,6 +114,18 @@ struct XeTileOps {
       a[r] = static_cast<short>(sycl::bit_cast<std::uint16_t>(from_float<T>(c[r])));
   }
 
+  // Rows [y, y + 8) x columns [x, x + 16) of a T surface = C with row r scaled by row r of
+  // `scale`, rounded to T: one 2D block store (rows outside the surface are dropped).
+  static void store_scaled(sycl::sub_group sg, const Acc &c, RowVec scale, const xe::Surface &s,
+                           int x, int y) {
+    A bits;
+#pragma unroll
+    for (int r = 0; r < kM; ++r)
+      bits[r] = static_cast<short>(
+          sycl::bit_cast<std::uint16_t>(from_float<T>(c[r] * row(sg, scale, r))));
+    Builtins::store_rows8(sg, s, x, y, bits);
+  }
+
   // p[0:8, 0:16] = C (row pitch `stride` floats).
   static void store(sycl::sub_group sg, const Acc &c, float *p, size_t stride) {
     const int j = lane(sg);

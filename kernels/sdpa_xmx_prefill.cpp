@@ -39,10 +39,26 @@ void xe2t_xmx_prefill(const xe2t_elem *q, const xe2t_elem *k, const xe2t_elem *v
   if (sk != 0) return;
 
   const int row0 = tile_row0 + sq * XmxShape::RPS;
+  // Rows that see no key at all (causal, q_len > kv_len) have l = 0 and output 0, as FA2.
+  float inv[XmxShape::MF];
+  XE2T_XMX_FRAGMENT_LOOP
+  for (int mf = 0; mf < XmxShape::MF; ++mf) inv[mf] = st.l[mf] > 0.0f ? 1.0f / st.l[mf] : 0.0f;
+  xe2t_elem *const o_slice = o + (slice.q_row(0) - q);
+  if (g.group == 1 || g.heads_kv == 1) {
+    // MHA and MQA keep the packed rows at one pitch in O (heads_q * Dv, or Dv): the tile is a
+    // 2D block surface, and each fragment one block store.
+    const int pitch = (g.group == 1 ? g.heads_q : 1) * XmxShape::DV;
+    const xe2t::xe::Surface out{o_slice, XmxShape::DV * 2, g.rows(), pitch * 2};
+    XE2T_XMX_FRAGMENT_LOOP
+    for (int mf = 0; mf < XmxShape::MF; ++mf)
+      XE2T_XMX_FRAGMENT_LOOP
+      for (int n = 0; n < XmxShape::DV / kN; ++n)
+        XmxOps::store_scaled(sg, st.o[mf][n], inv[mf], out, n * kN, row0 + mf * kM);
+    return;
+  }
+  // Other GQA groups: packed rows jump between query positions; stored element by element.
   XE2T_XMX_FRAGMENT_LOOP
   for (int mf = 0; mf < XmxShape::MF; ++mf) {
-    // Rows that see no key at all (causal, q_len > kv_len) have l = 0 and output 0, as FA2.
-    const float inv = st.l[mf] > 0.0f ? 1.0f / st.l[mf] : 0.0f;
     xe2t_elem *out[kM];  // O row of each fragment row; null past the last row
     XE2T_XMX_FRAGMENT_LOOP
     for (int r = 0; r < kM; ++r) {
@@ -52,7 +68,7 @@ void xe2t_xmx_prefill(const xe2t_elem *q, const xe2t_elem *k, const xe2t_elem *v
     XE2T_XMX_FRAGMENT_LOOP
     for (int n = 0; n < XmxShape::DV / kN; ++n)
       XmxOps::apply(sg, st.o[mf][n], [&](float &x, int r, int c) {
-        const float y = x * XmxOps::row(sg, inv, r);  // every lane takes part in the broadcast
+        const float y = x * XmxOps::row(sg, inv[mf], r);  // every lane takes part in the broadcast
         if (out[r] != nullptr) out[r][n * kN + c] = xe2t::xmx::from_float<xe2t_elem>(y);
       });
   }
