@@ -47,7 +47,7 @@ NO_GRF_MODEL_GRF = 128  # the only grf value on a device without a register-file
 POLICIES = {"emulated": 0, "native": 1}
 PREFETCH_COLUMNS = 32  # 16-bit columns of one 2D block prefetch message
 # The register model's terms beyond the fragments (register_footprint): per 8-row fragment,
-# and for the rest of the subgroup's state; C++ mirror: Shape::REGISTERS.
+# and for the rest of the subgroup's state (C++ checks only the fragments: FRAGMENT_REGISTERS).
 ROW_STATE_REGS = 2
 RESERVED_REGS = 12
 
@@ -171,27 +171,36 @@ class XmxFamilyBase(SdpaFamilyBase):
 
     # --- resources -------------------------------------------------------------------------
     @staticmethod
-    def register_footprint(config: LauncherConfig, problem: ProblemSpec) -> int:
-        """64-byte registers one subgroup needs (Shape::REGISTERS in C++).
+    def fragment_registers(config: LauncherConfig, problem: ProblemSpec) -> int:
+        """64-byte registers of one subgroup's fragments (Shape::FRAGMENT_REGISTERS in C++): a
+        hard lower bound.
 
-        The fragments: Q [rows, BD] as fp16/bf16 (reloaded per D slice, as seed 000 does),
-        S [rows, keys] fp32, P [rows, keys] as fp16/bf16 and O [rows, Dv] fp32, where rows =
-        BQ / sg_q and keys = BK / sg_k are the subgroup's share; then ROW_STATE_REGS per 8-row
-        fragment (its row max, sum, rescale and last key as one register each, not all live
-        at once) and RESERVED_REGS for K/V operands, addresses and the thread payload. The two
-        constants are fitted to IGC 2.40's allocation for bmg on a sample of 260 configs (the
-        README's table): the smallest that leave no config the model accepts spilling.
+        Q [rows, BD] as fp16/bf16 (reloaded per D slice, as seed 000 does), S [rows, keys]
+        fp32, P [rows, keys] as fp16/bf16 and O [rows, Dv] fp32, where rows = BQ / sg_q and
+        keys = BK / sg_k are the subgroup's share.
         """
         sg_q, sg_k = config.subgroup_layout
         rows, keys = config.bq // sg_q, config.bk // sg_k
-        dv = problem.head_dim_v
 
         def regs(nbytes: int) -> int:
             return -(-nbytes // 64)
 
         return (regs(rows * config.bd * ELEMENT_BYTES) + regs(rows * keys * 4)
-                + regs(rows * keys * ELEMENT_BYTES) + regs(rows * dv * 4)
-                + ROW_STATE_REGS * (rows // DPAS_M) + RESERVED_REGS)
+                + regs(rows * keys * ELEMENT_BYTES) + regs(rows * problem.head_dim_v * 4))
+
+    @classmethod
+    def register_footprint(cls, config: LauncherConfig, problem: ProblemSpec) -> int:
+        """64-byte registers one subgroup needs, as validation estimates them.
+
+        :meth:`fragment_registers`, plus ROW_STATE_REGS per 8-row fragment (its row max, sum,
+        rescale and last key, one register each, not all live at once) and RESERVED_REGS for
+        K/V operands, addresses and the thread payload. The two constants are fitted to IGC
+        2.40's allocation for bmg (benchmarks/xe2_compile_sample.py; the README's table): the
+        smallest that leave no sampled config the model accepts spilling.
+        """
+        rows = config.bq // config.subgroup_layout[0]
+        return (cls.fragment_registers(config, problem) + ROW_STATE_REGS * (rows // DPAS_M)
+                + RESERVED_REGS)
 
     @staticmethod
     def expected_matrix_mads(config: LauncherConfig, problem: ProblemSpec) -> int:

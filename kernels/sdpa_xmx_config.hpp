@@ -29,7 +29,8 @@ static_assert(XmxShape::VTILES == XE2T_VTILES, "VTILES must equal Dv / BV");
 // 256 asks for doubleGRF, which the CPU back end rejects for the whole program.
 #ifdef XE2T_GRF
 static_assert(XE2T_GRF == 128 || XE2T_GRF == 256, "XE2T_GRF is 128 or 256 registers");
-static_assert(XmxShape::REGISTERS <= XE2T_GRF, "the subgroup's fragments exceed the registers");
+static_assert(XmxShape::FRAGMENT_REGISTERS <= XE2T_GRF,
+              "the subgroup's fragments exceed the registers");
 static_assert(XE2T_GRF == 128 || XmxShape::NSG <= 32, "with 256 registers: at most 32 subgroups");
 #endif
 

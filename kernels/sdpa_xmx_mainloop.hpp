@@ -59,12 +59,12 @@ struct Shape {
   static_assert(D % 32 == 0 && DV % 32 == 0, "prefetch messages cover 32 columns");
   static_assert(sizeof(T) == 2, "the xmx family serves fp16 and bf16 only");
 
-  // Register footprint of one subgroup in 64-byte registers (the Python family's
-  // register_footprint, fitted to IGC's allocation): Q [RPS, BD] as T, S [RPS, KS] fp32,
-  // P [RPS, KS] as T, O [RPS, DV] fp32, 2 per row fragment (RowVecs), 12 reserved.
+  // 64-byte registers of one subgroup's fragments, a hard lower bound: Q [RPS, BD] as T,
+  // S [RPS, KS] fp32, P [RPS, KS] as T, O [RPS, DV] fp32 (the Python family's
+  // fragment_registers; its validation adds the row state and reserve fitted to IGC).
   static constexpr int regs(int bytes) { return (bytes + 63) / 64; }
-  static constexpr int REGISTERS = regs(RPS * BD * 2) + regs(RPS * KS * 4) + regs(RPS * KS * 2) +
-                                   regs(RPS * DV * 4) + 2 * MF + 12;
+  static constexpr int FRAGMENT_REGISTERS = regs(RPS * BD * 2) + regs(RPS * KS * 4) +
+                                            regs(RPS * KS * 2) + regs(RPS * DV * 4);
 };
 
 template <class Dispatch, class Ops, class S>
