@@ -229,3 +229,20 @@ def test_bench_json_carries_the_spirv_summary():
     out = json.loads(proc.stdout)
     kernels = {k["kernel"] for k in out["spirv"]["kernels"]}
     assert "xe2t_sdpa_prefill" in kernels and out["spirv"]["matrix_mads"] == 0
+
+
+@pytest.mark.requires_xpu
+def test_bench_isa_target_reports_the_build_that_gpu_would_run():
+    # Timed on the CPU device; the ISA is of the same config planned for the B580 (its
+    # register mode and policy), compiled by Intel's Xe2 compiler for bmg.
+    lookup = locate_xe2_compiler()
+    if lookup.compiler is None and not os.environ.get("CI"):
+        pytest.skip(lookup.reason)
+    proc = run_cli("bench", "--head-dim", "64", "--seq", "64", "--heads-q", "2", "--heads-kv",
+                   "2", "--warmup", "1", "--iters", "3", "--isa-target", "b580", "--json")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["status"] == "ok" and out["isa"]["target"] == "bmg"
+    (module,) = out["isa"]["modules"]
+    assert module["verdict"] == "compiled" and module["target"] == "bmg"
+    assert {k["kernel"] for k in module["kernels"]} >= {"xe2t_sdpa_prefill"}

@@ -14,7 +14,14 @@ from xe2tune.cli._devices import DbOption, DeviceOption, JsonOption
 from xe2tune.cli._isa_view import compiler_missing, ocloc_device
 from xe2tune.cli._vocabulary import seed_vocabulary
 from xe2tune.errors import InvalidConfig, InvalidProblem
-from xe2tune.kernels import LauncherConfig, ProblemSpec, family_for, family_for_mode
+from xe2tune.kernels import (
+    LauncherConfig,
+    LaunchPlan,
+    ProblemSpec,
+    catalog_device,
+    family_for,
+    family_for_mode,
+)
 from xe2tune.measurement import TrialResult, TrialStatus
 
 MAX_EXTENT = 2**31 - 1  # problem sizes reach the kernels as 32-bit ints
@@ -167,19 +174,26 @@ def bench(
         result = runner.measure(MeasureRequest(family, problem, launcher))
     finally:
         runner.close()
+    # The ISA is of the build the named GPU would run: the same config planned for that GPU's
+    # description (its kernel policy and register mode), not the live device's build.
+    isa_plan: LaunchPlan | str | None = None
+    if isa_target is not None:
+        target_caps = catalog_device(isa_target).caps
+        target_reason = family.invalid_reason(launcher, problem, target_caps)
+        isa_plan = (f"the config is not valid on {isa_target}: {target_reason}" if target_reason
+                    else family.plan(launcher, problem, target_caps))
+    from xe2tune.cli._inspect import bench_spirv, print_bench_isa  # _inspect imports this
+
     if as_json:
         out = result.to_dict()
         out.update(problem=problem.to_dict(), family=family.name,
                    device=session.listing.filter_string, device_name=session.caps.name)
-        from xe2tune.cli._inspect import bench_spirv  # _inspect imports this module
-
-        out.update(bench_spirv(family.plan(launcher, problem, session.caps), isa_device))
+        out.update(bench_spirv(family.plan(launcher, problem, session.caps), isa_plan,
+                               isa_device))
         print(json.dumps(out, indent=2))
     else:
         _print_result(result, problem)
-        if isa_device is not None:
-            from xe2tune.cli._inspect import print_bench_isa
-
-            print_bench_isa(family.plan(launcher, problem, session.caps), isa_device)
+        if isa_plan is not None and isa_device is not None:
+            print_bench_isa(isa_plan, isa_device)
     if result.status is not TrialStatus.OK:
         raise typer.Exit(1)

@@ -43,33 +43,47 @@ def _first_line(exc: Xe2TuneError) -> str:
     return (str(exc).splitlines() or [type(exc).__name__])[0]
 
 
-def bench_spirv(plan: LaunchPlan, isa_device: str | None) -> dict[str, Any]:
-    """The SPIR-V summary ``bench --json`` reports (``"spirv"``), and with ``isa_device`` the
-    ISA for that GPU (``"isa"``).
+def bench_spirv(plan: LaunchPlan, isa_plan: LaunchPlan | str | None,
+                isa_device: str | None) -> dict[str, Any]:
+    """The SPIR-V summary ``bench --json`` reports (``"spirv"``, the live device's build), and
+    with ``isa_device`` the ISA of ``isa_plan`` for that GPU (``"isa"``; a string is why there
+    is none).
 
     The bench has already built and measured the config, so a failed capture (a timeout, say)
     or a missing compiler is reported in the result, never costs it.
     """
     try:
-        capture = capture_spirv(plan, timeout_s=CAPTURE_TIMEOUT_S)
+        out: dict[str, Any] = {"spirv": capture_spirv(plan, timeout_s=CAPTURE_TIMEOUT_S).to_dict()}
     except Xe2TuneError as exc:
-        error = {"error": _first_line(exc)}
-        return {"spirv": error, **({"isa": error} if isa_device else {})}
-    out: dict[str, Any] = {"spirv": capture.to_dict()}
-    if isa_device is not None:
-        missing = compiler_missing()
-        out["isa"] = {"error": missing} if missing else {
-            "target": isa_device,
-            "modules": [m.to_dict() for m in capture_isa(capture, isa_device)]}
+        out = {"spirv": {"error": _first_line(exc)}}
+    if isa_device is not None and isa_plan is not None:
+        out["isa"] = _isa_of(isa_plan, isa_device)
     return out
 
 
-def print_bench_isa(plan: LaunchPlan, isa_device: str) -> None:
+def _isa_of(plan: LaunchPlan | str, isa_device: str) -> dict[str, Any]:
+    if isinstance(plan, str):
+        return {"error": plan}
+    missing = compiler_missing()
+    if missing:
+        return {"error": missing}
+    try:
+        capture = capture_spirv(plan, timeout_s=CAPTURE_TIMEOUT_S)
+    except Xe2TuneError as exc:
+        return {"error": _first_line(exc)}
+    return {"target": isa_device,
+            "modules": [m.to_dict() for m in capture_isa(capture, isa_device)]}
+
+
+def print_bench_isa(plan: LaunchPlan | str, isa_device: str) -> None:
     """``bench --isa-target`` without ``--json``: the ISA table, or why there is none.
 
     Raises:
         Xe2CompilerMissing: if the compiler is not installed (``bench`` checks it first).
     """
+    if isinstance(plan, str):
+        console.print(f"ISA: {plan}", highlight=False, markup=False)
+        return
     try:
         capture = capture_spirv(plan, timeout_s=CAPTURE_TIMEOUT_S)
     except Xe2TuneError as exc:
