@@ -2,7 +2,8 @@
 subgroup-16 kernels (started with CL_CONFIG_CPU_VECTORIZER_MODE=0 by tests/test_xe_builtins.py).
 
 stdin: {"mat": [uint16 ...], "width", "height", "pitch", "x", "y"} (width, pitch in bytes);
-stdout: {"t", "v", "a", "c", "max", "sum"}, each lane-major as the probe writes them.
+stdout: {"t", "v", "a", "c", "max", "sum"}, each lane-major as the probe writes them, and "s",
+the stored-into surface.
 """
 
 from __future__ import annotations
@@ -35,15 +36,20 @@ def main() -> int:
         buffers[name] = dpm.MemoryUSMDevice(16 * 8 * np.dtype(dtype).itemsize, queue=queue)
     for name in ("max", "sum"):
         buffers[name] = dpm.MemoryUSMDevice(16 * 4, queue=queue)
+    buffers["s"] = dpm.MemoryUSMDevice(mat.nbytes, queue=queue)
+    buffers["s"].copy_from_host(np.zeros_like(mat).view(np.uint8))
     args = [buffers["mat"],
             *(ctypes.c_int32(request[k]) for k in ("width", "height", "pitch", "x", "y")),
-            *(buffers[n] for n in ("t", "v", "a", "c", "max", "sum"))]
+            *(buffers[n] for n in ("t", "v", "a", "c", "max", "sum", "s"))]
     queue.submit(built.kernels["xe_builtins_probe"], args, [16], [16]).wait()
     result = {}
     for name, dtype in {**outputs, "max": np.float32, "sum": np.float32}.items():
         host = np.empty(16 * (8 if name in outputs else 1), dtype=dtype)
         buffers[name].copy_to_host(host.view(np.uint8))
         result[name] = host.tolist()
+    stored = np.empty_like(mat)
+    buffers["s"].copy_to_host(stored.view(np.uint8))
+    result["s"] = stored.tolist()
     print(json.dumps(result))
     return 0
 

@@ -6,8 +6,8 @@ cl_intel_subgroup_matrix_multiply_accumulate, elsewhere their emulation, which i
 correctness grid runs. Element ownership of the two is the same only if the emulation follows
 the built-ins' documented semantics; this test writes those semantics in numpy (lane j holds
 column j; the transposed load gives lane n row y + n's dwords; VNNI pairs rows 2p and 2p + 1;
-reads outside the surface are 0; DPAS takes A[r][k] from lane k) and checks the emulation on
-the CPU device against them, bounds included. (The native forms each built-in compiles to are
+reads outside the surface are 0, writes outside it dropped; DPAS takes A[r][k] from lane k)
+and checks the emulation on the CPU device against them, bounds included. (The native forms each built-in compiles to are
 checked in the Xe2 ISA tests.)
 """
 
@@ -85,3 +85,15 @@ def test_dpas_and_row_reductions_follow_the_register_layout(probe):
     rows = np.arange(16) // 2  # lane j holds row j / 2 of a RowVec
     np.testing.assert_allclose(out["max"], c.max(axis=1)[rows], rtol=1e-6)
     np.testing.assert_allclose(out["sum"], c.sum(axis=1)[rows], rtol=1e-5, atol=1e-5)
+
+
+def test_block_store_writes_lane_j_to_column_x_plus_j_inside_the_surface_only(probe):
+    values, out = probe
+    stored = out["s"].reshape(HEIGHT, PITCH)
+    a = out["a"].astype(np.int64).reshape(16, 8) & 0xFFFF  # lane j, row r
+    expected = np.zeros((HEIGHT, PITCH), dtype=np.int64)
+    y = HEIGHT - 4  # rows y + 4 .. y + 7 are past the height: dropped
+    for r in range(4):
+        for j in range(WIDTH - X):  # columns past the width: dropped
+            expected[y + r, X + j] = a[j, r]
+    assert (stored == expected).all()
