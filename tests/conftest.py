@@ -21,7 +21,7 @@ from sqlalchemy.exc import OperationalError
 
 from xe2tune.errors import DeviceError
 from xe2tune.harness import device_caps, open_queue
-from xe2tune.kernels import DeviceCaps
+from xe2tune.kernels import DeviceCaps, Xe2Compiler, locate_xe2_compiler
 
 if TYPE_CHECKING:  # dpctl must load after xe2tune has set the runtime environment
     import dpctl
@@ -122,3 +122,15 @@ def backend_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'xe2tune.db'}"
     return request.getfixturevalue("postgres_url")
+
+
+@pytest.fixture
+def xe2_compiler() -> Xe2Compiler:
+    """Intel's Xe2 compiler; without it the test is skipped with the reason, except under CI,
+    which installs it (scripts/install-xe2-compiler) and fails instead."""
+    lookup = locate_xe2_compiler()
+    if lookup.compiler is None:
+        if os.environ.get("CI"):
+            pytest.fail(f"CI installs the Xe2 compiler: {lookup.reason}")
+        pytest.skip(lookup.reason or "no Xe2 compiler")
+    return lookup.compiler

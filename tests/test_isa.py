@@ -45,16 +45,6 @@ def private_isa_cache(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     return tmp_path / "cache" / "isa"
 
 
-@pytest.fixture
-def compiler() -> Xe2Compiler:
-    lookup = locate_xe2_compiler()
-    if lookup.compiler is None:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI installs the Xe2 compiler: {lookup.reason}")
-        pytest.skip(lookup.reason or "no Xe2 compiler")
-    return lookup.compiler
-
-
 def job(name: str, target: str = "bmg") -> IsaJob:
     image = (DATA / f"{name}.spv").read_bytes()
     return IsaJob(image, parse_spirv(image), target)
@@ -73,10 +63,10 @@ def fake_ocloc(tmp_path: Path, body: str) -> Xe2Compiler:
 
 
 @pytest.mark.parametrize("target", ["bmg", "lnl-m"])
-def test_block2d_kernel_loads_prefetches_stores_and_dpas(compiler, target):
+def test_block2d_kernel_loads_prefetches_stores_and_dpas(xe2_compiler, target):
     (module,) = compile_isa_all([job("isa_probe_block2d", target)])
     assert module.verdict is Verdict.COMPILED and module.target == target
-    assert module.compiler_version == compiler.version and module.options == ()
+    assert module.compiler_version == xe2_compiler.version and module.options == ()
     k = kernel_of(module, "xe2t_isa_block2d")
     assert (k.simd, k.grf_count, k.threads_per_eu) == (16, 128, 8)
     assert k.spill_bytes == 0 and k.private_bytes == 0 and k.slm_bytes == 0 and k.has_dpas
@@ -90,7 +80,7 @@ def test_block2d_kernel_loads_prefetches_stores_and_dpas(compiler, target):
     assert k.to_dict()["block2d_loads_by_form"]["vnni"] == 1 and "2 DPAS" in k.text()
 
 
-def test_local_memory_barrier_and_global_messages(compiler):
+def test_local_memory_barrier_and_global_messages(xe2_compiler):
     (module,) = compile_isa_all([job("isa_probe_local_spill")])
     k = kernel_of(module, "xe2t_isa_local")
     assert k.slm_bytes == 256 and k.spill_bytes == 0 and not k.has_dpas
@@ -100,7 +90,7 @@ def test_local_memory_barrier_and_global_messages(compiler):
     assert c.dpas == 0 and c.block2d_loads == 0 and c.scratch_messages == 0
 
 
-def test_spills_with_128_registers_and_none_with_256(compiler):
+def test_spills_with_128_registers_and_none_with_256(xe2_compiler):
     small, large = compile_isa_all([job("isa_probe_local_spill"), job("isa_probe_grf256")])
     spill = kernel_of(small, "xe2t_isa_spill")
     assert small.options == () and spill.grf_count == 128 and spill.threads_per_eu == 8
@@ -112,7 +102,7 @@ def test_spills_with_128_registers_and_none_with_256(compiler):
     assert roomy.spill_bytes == 0 and roomy.counts.scratch_messages == 0
 
 
-def test_compile_error_gives_the_first_error_line(compiler):
+def test_compile_error_gives_the_first_error_line(xe2_compiler):
     module = compile_isa(job("isa_probe_error"))
     assert module.verdict is Verdict.ERROR
     assert "Pointer type not found when resolving prefetch" in module.message
@@ -121,7 +111,7 @@ def test_compile_error_gives_the_first_error_line(compiler):
     assert k.grf_count is None and k.counts is None and k.message == module.message
 
 
-def test_outcomes_are_cached_by_spirv_target_and_options(compiler, private_isa_cache):
+def test_outcomes_are_cached_by_spirv_target_and_options(xe2_compiler, private_isa_cache):
     first = compile_isa(job("isa_probe_block2d"))
     again = compile_isa(job("isa_probe_block2d"))
     assert not first.cached and again.cached and again.kernels == first.kernels

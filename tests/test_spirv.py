@@ -33,7 +33,6 @@ from xe2tune.kernels import (
     capture_spirv,
     compile_isa_all,
     family_for_mode,
-    locate_xe2_compiler,
     parse_spirv,
 )
 
@@ -152,16 +151,6 @@ def test_timeout_kills_the_child_and_leaves_no_scratch(monkeypatch, tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.fixture
-def xe2_compiler():
-    lookup = locate_xe2_compiler()
-    if lookup.compiler is None:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI installs the Xe2 compiler: {lookup.reason}")
-        pytest.skip(lookup.reason or "no Xe2 compiler")
-    return lookup.compiler
-
-
 @pytest.mark.requires_xpu
 def test_xe2_compiler_reports_the_spill_and_the_matrix_kernel_of_captured_modules(
         probe, xe2_compiler, monkeypatch, tmp_path):
@@ -232,12 +221,9 @@ def test_bench_json_carries_the_spirv_summary():
 
 
 @pytest.mark.requires_xpu
-def test_bench_isa_target_reports_the_build_that_gpu_would_run():
+def test_bench_isa_target_reports_the_build_that_gpu_would_run(xe2_compiler):
     # Timed on the CPU device; the ISA is of the same config planned for the B580 (its
     # register mode and policy), compiled by Intel's Xe2 compiler for bmg.
-    lookup = locate_xe2_compiler()
-    if lookup.compiler is None and not os.environ.get("CI"):
-        pytest.skip(lookup.reason)
     proc = run_cli("bench", "--head-dim", "64", "--seq", "64", "--heads-q", "2", "--heads-kv",
                    "2", "--warmup", "1", "--iters", "3", "--isa-target", "b580", "--json")
     assert proc.returncode == 0, proc.stderr

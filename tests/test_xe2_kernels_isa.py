@@ -11,7 +11,6 @@ Without the compiler these tests skip with the reason, except under CI, which in
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
@@ -24,7 +23,6 @@ from xe2tune.kernels import (
     capture_spirv,
     catalog_device,
     compile_isa_all,
-    locate_xe2_compiler,
 )
 from xe2tune.kernels._xmx_decode import XmxDecodeFamily
 from xe2tune.kernels._xmx_prefill import XmxPrefillFamily
@@ -33,10 +31,7 @@ CRASH = Path(__file__).parent / "data" / "igc_crash" / "joint_matrix_crash.cpp"
 TARGETS = ("bmg", "lnl-m")
 TIMEOUT_S = 600.0
 
-_lookup = locate_xe2_compiler()
-pytestmark = pytest.mark.skipif(
-    _lookup.compiler is None and not os.environ.get("CI"),
-    reason=f"Intel's Xe2 compiler is not installed: {_lookup.reason}")
+pytestmark = pytest.mark.usefixtures("xe2_compiler")  # skipped without it, failed under CI
 
 PREFILL, DECODE = XmxPrefillFamily(), XmxDecodeFamily()
 

@@ -7,8 +7,8 @@ correctness grid runs. Element ownership of the two is the same only if the emul
 the built-ins' documented semantics; this test writes those semantics in numpy (lane j holds
 column j; the transposed load gives lane n row y + n's dwords; VNNI pairs rows 2p and 2p + 1;
 reads outside the surface are 0, writes outside it dropped; DPAS takes A[r][k] from lane k)
-and checks the emulation on the CPU device against them, bounds included. (The native forms each built-in compiles to are
-checked in the Xe2 ISA tests.)
+and checks the emulation on the CPU device against them, bounds included. (The native forms each
+built-in compiles to are checked in the Xe2 ISA tests.)
 """
 
 from __future__ import annotations
