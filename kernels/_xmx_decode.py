@@ -22,7 +22,7 @@ def _shape(bq: int, bk: int, sg_k: int, *, bd: int = 32, bv: int = 32, stages: i
 
 # After the published configs of the head dim (kernels/_baselines.py): one 16-key fragment
 # per subgroup with BD 32 (any head dim), then a small tile for devices without a GRF model (the
-# portable policy on a CPU).
+# emulated built-ins on a CPU).
 FALLBACKS: tuple[dict[str, int], ...] = (
     _shape(8, 128, 8),
     _shape(8, 32, 2, grf=128, kv_chunk=256),

@@ -20,8 +20,8 @@ def _shape(bq: int, bk: int, bd: int, bv: int, sg_q: int, sg_k: int, stages: int
 
 
 # After the published configs of the head dim (kernels/_baselines.py; SageV1 first for 128):
-# 8 rows per subgroup suits every head dim with 256 registers (hd256: 160 of them); then a
-# small tile for devices without a GRF model (the portable policy on a CPU, where each extra
+# 8 rows per subgroup suits every head dim with 256 registers (hd256: 174 of them); then a
+# small tile for devices without a GRF model (the emulated built-ins on a CPU, where each extra
 # fragment costs build time).
 FALLBACKS: tuple[dict[str, int], ...] = (
     _shape(128, 32, 32, 32, 16, 1),

@@ -6,7 +6,7 @@
 // (S tiles) or head dims (Q, V and O rows). The Intel OpenCL CPU runtime maps such a vec to
 // AVX registers when the kernel does NOT request a subgroup size: requesting one makes it
 // packetize across work-items instead, which measured 2-3x slower on a GEMM micro-kernel.
-// A matrix-engine implementation (joint_matrix / DPAS) provides the same static functions.
+// The matrix-engine family has tile ops of its own over DPAS fragments (sdpa_xmx_ops.hpp).
 #pragma once
 
 #include <sycl/sycl.hpp>
