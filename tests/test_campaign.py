@@ -136,7 +136,8 @@ def test_remote_worker_options_are_checked_before_anything_runs() -> None:
             (["--grpc", "tuner.lab", "--api", "http://tuner.lab:8000"], "HOST:PORT"),
             (["--stale-after", "30"], "--stale-after goes with --grpc"),
             (["--grpc", "127.0.0.1:13000", "--api", "http://127.0.0.1:8000", "--stale-after",
-              "5"], "accepted: 15 to 86400 seconds")):
+              "5"], "accepted: 15 to 86400 seconds"),
+            (["--tls-ca", "ca.pem"], "go with --grpc")):
         done = xe2tune("worker", "--campaign", "1", *args)
         assert done.returncode == 2 and expected in done.stderr, done.stderr
         assert len(done.stderr.strip().splitlines()) == 1, done.stderr
@@ -357,11 +358,14 @@ def test_a_worker_refuses_a_study_the_other_kind_of_worker_counts(
     assert study.get_trials() == []
 
     study.set_user_attr(COUNTED_BY_ATTR, "database")
-    grpc_port = free_port()
-    with running_server(campaign_db, tmp_path / "serve.log",
-                        extra_args=("--grpc-port", str(grpc_port))) as base:
-        done = xe2tune("worker", "--campaign", "1", "--grpc", f"127.0.0.1:{grpc_port}",
-                       "--api", base, "--device", "opencl:cpu", "--quiet", timeout=300)
+    grpc_port, token = free_port(), "grpc-test-token"
+    with running_server(campaign_db, tmp_path / "serve.log", token=token,
+                        extra_args=("--grpc-port", str(grpc_port), "--insecure")) as base:
+        done = subprocess.run(
+            [xe2tune_command(), "worker", "--campaign", "1", "--grpc", f"127.0.0.1:{grpc_port}",
+             "--api", base, "--insecure", "--device", "opencl:cpu", "--quiet"],
+            capture_output=True, text=True, timeout=300,
+            env={**os.environ, "XE2TUNE_API_TOKEN": token})
     assert done.returncode == 2 and "is counted by database workers" in done.stderr, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert study.get_trials() == []
@@ -373,9 +377,9 @@ STALE_AFTER = 15  # seconds: the shortest --stale-after accepted (three heartbea
 def start_grpc_worker(grpc_port: int, base: str, env: dict[str, str]) -> subprocess.Popen:
     return subprocess.Popen(
         [xe2tune_command(), "worker", "--campaign", "1", "--grpc", f"127.0.0.1:{grpc_port}",
-         "--api", base, "--device", "opencl:cpu", "--stale-after", str(STALE_AFTER),
-         "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-        start_new_session=True)
+         "--api", base, "--insecure", "--device", "opencl:cpu", "--stale-after",
+         str(STALE_AFTER), "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=env, start_new_session=True)
 
 
 @pytest.mark.requires_xpu
@@ -388,7 +392,7 @@ def test_grpc_workers_spend_the_budget_exactly_and_a_killed_ones_trial_is_rerun(
     env = {**os.environ, "XE2TUNE_API_TOKEN": token,
            "XE2TUNE_DB": "postgresql+psycopg://nobody@127.0.0.1:1/unreachable"}
     with running_server(url, tmp_path / "serve.log", token=token,
-                        extra_args=("--grpc-port", str(grpc_port))) as base, \
+                        extra_args=("--grpc-port", str(grpc_port), "--insecure")) as base, \
             Readers(url, base) as readers:
         workers = [start_grpc_worker(grpc_port, base, env) for _ in range(2)]
         victim, survivor = workers
@@ -455,7 +459,7 @@ def test_a_study_closes_as_soon_as_the_campaigns_patience_is_spent(
         env = {**os.environ, "XE2TUNE_API_TOKEN": token,
                "XE2TUNE_DB": "postgresql+psycopg://nobody@127.0.0.1:1/unreachable"}
         with running_server(url, tmp_path / "serve.log", token=token,
-                            extra_args=("--grpc-port", str(grpc_port))) as base:
+                            extra_args=("--grpc-port", str(grpc_port), "--insecure")) as base:
             worker = start_grpc_worker(grpc_port, base, env)
             out, err = worker.communicate(timeout=600)
         done = subprocess.CompletedProcess(worker.args, worker.returncode, out, err)

@@ -11,12 +11,14 @@ credentials would need TLS, and plain loopback must carry the token too).
 from __future__ import annotations
 
 import ssl
+import warnings
 from collections import namedtuple
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import grpc
+from optuna.exceptions import ExperimentalWarning
 from optuna.storages import GrpcStorageProxy
 from optuna.storages._grpc.auto_generated.api_pb2_grpc import StorageServiceStub
 from optuna.storages._grpc.client import GrpcClientCache
@@ -97,7 +99,9 @@ class TokenGrpcStorage(GrpcStorageProxy):
     def __init__(self, *, host: str, port: int, token: str | None,
                  tls: ClientTls | None) -> None:
         self._token, self._tls = token, tls
-        super().__init__(host=host, port=port)
+        with warnings.catch_warnings():  # optuna flags every instance experimental; we chose it
+            warnings.simplefilter("ignore", ExperimentalWarning)
+            super().__init__(host=host, port=port)
 
     def _setup(self) -> None:
         address = f"{self._host}:{self._port}"

@@ -67,8 +67,8 @@ def serve(
     # fail with one line here, not with a traceback from the lifespan
     with closing(open_store(db)) as store:
         url = store.url
-    if grpc_port is not None:
-        _start_grpc_proxy(db, host, grpc_port, tls)
+    # held until uvicorn returns: a grpc.Server that is collected stops serving
+    proxy = None if grpc_port is None else _start_grpc_proxy(db, host, grpc_port, tls)
     if db is not None:
         config.set_database_url(db)  # worker processes read it from the environment
     names = [*config.allowed_hosts(), *(allowed_host or [])]
@@ -91,6 +91,8 @@ def serve(
                 # a worker imports FastAPI, SQLAlchemy and pandas (no device runtime) and opens
                 # the database before it answers: on a loaded host that can take a while
                 timeout_worker_healthcheck=120)
+    if proxy is not None:
+        proxy.stop(grace=None)
 
 
 def _server_tls(host: str, cert: Path | None, key: Path | None, client_ca: Path | None, *,
@@ -120,7 +122,7 @@ def _server_tls(host: str, cert: Path | None, key: Path | None, client_ca: Path 
     return tls
 
 
-def _start_grpc_proxy(db: str | None, host: str, port: int, tls) -> None:  # noqa: ANN001
+def _start_grpc_proxy(db: str | None, host: str, port: int, tls):  # noqa: ANN001, ANN202
     """optuna's gRPC storage proxy for the database, behind the token gate, on threads of this
     process (its store stays open while the process runs)."""
     from xe2tune.api import start_grpc_proxy
@@ -128,7 +130,8 @@ def _start_grpc_proxy(db: str | None, host: str, port: int, tls) -> None:  # noq
 
     store = open_store(db)
     try:
-        start_grpc_proxy(store, host=host, port=port, tls=tls, api_token=config.api_token())
+        server = start_grpc_proxy(store, host=host, port=port, tls=tls,
+                                  api_token=config.api_token())
     except ImportError as exc:
         store.close()
         raise fail(f"--grpc-port needs grpcio and protobuf ({exc.name} is missing); install "
@@ -139,6 +142,7 @@ def _start_grpc_proxy(db: str | None, host: str, port: int, tls) -> None:  # noq
     console.print(f"optuna gRPC storage proxy on {host}:{port} "
                   f"({'TLS' if tls else 'plain text, loopback'}; every call needs a token)",
                   highlight=False)
+    return server
 
 
 @app.command()

@@ -268,9 +268,6 @@ def _run_remote_worker(campaign: int, channel: _Channel, *, device: str | None, 
                        quiet: bool) -> None:
     import socket
     import uuid
-    import warnings
-
-    from optuna.exceptions import ExperimentalWarning
 
     from xe2tune.cli._search import CPU_BENCH_BUDGET_S, GPU_BENCH_BUDGET_S
     from xe2tune.cli._session import DeviceSession, device_record, listing_for, open_runner
@@ -292,8 +289,6 @@ def _run_remote_worker(campaign: int, channel: _Channel, *, device: str | None, 
     from xe2tune.tuner._worker_loop import unfit_reason
 
     grpc, api = channel.grpc, channel.api
-    # optuna flags GrpcStorageProxy as experimental on every instance; --grpc asked for it.
-    warnings.filterwarnings("ignore", category=ExperimentalWarning)
 
     def make_storage() -> TokenGrpcStorage:
         return TokenGrpcStorage(host=channel.host, port=channel.port, token=channel.token,
