@@ -1,8 +1,9 @@
 """A campaign worker on a host that cannot reach the database.
 
-The studies are reached through optuna's own gRPC storage proxy (``GrpcStorageProxy``; the
-server side runs ``optuna.storages.run_grpc_proxy_server`` in ``xe2tune serve --grpc-port``),
-the measurements go to the API's token-protected ``POST /v1/results``. Everything the worker
+The studies are reached through optuna's gRPC storage proxy (optuna's ``GrpcStorageProxy``
+over TLS with a token on every call, tuner/_grpc_client.py; the server side is optuna's servicer
+behind a token gate in ``xe2tune serve --grpc-port``), the measurements go to the API's
+token-protected ``POST /v1/results``. Everything the worker
 coordinates with others lives in the optuna study itself:
 
 - the campaign's definition is the user attribute of the study ``xe2tune campaign N``;

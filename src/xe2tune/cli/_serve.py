@@ -51,12 +51,12 @@ def serve(
     """Serve the REST API (/v1, OpenAPI at /docs) and the dashboard (/) on uvicorn.
 
     Reads the same database the tuner writes, also while a search is running. POST /v1/results
-    is enabled only when XE2TUNE_API_TOKEN is set. The server opens the database like a writer
-    (it may store POSTed results, and switches a SQLite file to WAL so that it never blocks a
-    running search): another program's database is refused, an older schema is migrated.
-    Requests whose Host header is not loopback, --host or an --allowed-host get 400.
-    With --tls-cert and --tls-key both channels use TLS; without them the server is plain
-    text, which only a loopback --host may be (and the gRPC proxy only with --insecure).
+    takes XE2TUNE_API_TOKEN (when set) or a campaign's worker token. The server opens the
+    database like a writer (it may store POSTed results, and switches a SQLite file to WAL so
+    that it never blocks a running search): another program's database is refused, an older
+    schema is migrated. Requests whose Host header is not loopback, --host or an --allowed-host
+    get 400. With --tls-cert and --tls-key both channels use TLS; without them the server is
+    plain text, which only a loopback --host may be (and the gRPC proxy only with --insecure).
     """
     import uvicorn
 

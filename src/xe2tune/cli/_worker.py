@@ -93,9 +93,10 @@ def worker(
         # under load). Nothing here forks to keep using gRPC in the child, so they stay off.
         # Read when grpc starts, so set before grpc is imported.
         os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
+        stale = _stale_after(stale_after)
         channel = _channel(grpc, api, tls_ca, tls_cert, tls_key, insecure=insecure)
         _remote_worker(campaign, channel, device=device, follow=follow, seed=seed,
-                       stale_after=_stale_after(stale_after), as_json=as_json, quiet=quiet)
+                       stale_after=stale, as_json=as_json, quiet=quiet)
         return
     if stale_after is not None:
         raise fail("--stale-after goes with --grpc: database workers hold leases instead")
