@@ -27,8 +27,9 @@ from sqlalchemy import create_engine, text
 from tests._api_fixtures import free_port, running_server, xe2tune_command
 from tests._stated_ceilings import store_stated_ceilings
 from xe2tune.cli._session import listing_for
-from xe2tune.db import COUNTED_BY_ATTR, CampaignStore, LeaseRecord, open_store
+from xe2tune.db import COUNTED_BY_ATTR, CampaignStore, LeaseRecord, WorkerTokenStore, open_store
 from xe2tune.db.testing import DEVICE, prefill, tune
+from xe2tune.errors import StoreError
 from xe2tune.kernels import family_source_hash, get_family, search_family
 from xe2tune.tuner._study import StudyIds, study_name
 
@@ -485,3 +486,35 @@ def test_a_study_closes_as_soon_as_the_campaigns_patience_is_spent(
     assert rows and max(Counter(rows).values()) == 1, "a config was measured twice"
     if kind == "grpc":  # (a database worker also stores its seeded baselines)
         assert len(rows) == len(told)
+
+
+def test_worker_tokens_are_stored_hashed_and_revoked_per_campaign(backend_url: str) -> None:
+    store = open_store(backend_url)
+    try:
+        campaign = CampaignStore(store).create(name="tokens", sampler="random", trials=1,
+                                               patience=None, confirm_rounds=1,
+                                               problems=[prefill(512)])
+        tokens = WorkerTokenStore(store)
+        minted = tokens.create(campaign.id, "host-a")
+        assert tokens.find(minted.secret) == minted.record and not minted.record.revoked
+        assert tokens.find(minted.secret + "x") is None
+        engine = create_engine(backend_url)
+        try:
+            with engine.connect() as connection:
+                stored_form = connection.execute(
+                    text("SELECT token_sha256 FROM xe2t_worker_tokens")).scalar_one()
+        finally:
+            engine.dispose()
+        assert minted.secret not in stored_form and len(stored_form) == 64
+        with pytest.raises(StoreError, match="has no token 99"):
+            tokens.revoke(campaign.id, 99)
+        with pytest.raises(StoreError, match=f"has no token {minted.record.id}"):
+            tokens.revoke(campaign.id + 1, minted.record.id)  # another campaign's id
+        revoked = tokens.revoke(campaign.id, minted.record.id)
+        assert revoked.revoked and tokens.find(minted.secret).revoked
+        assert tokens.revoke(campaign.id, minted.record.id) == revoked  # the first time stays
+        assert tokens.list(campaign.id) == [revoked]
+        with pytest.raises(StoreError, match="no campaign 99"):
+            tokens.create(99, "nobody")
+    finally:
+        store.close()
