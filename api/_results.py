@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Depends, HTTPException, Query, Response, status
+from fastapi import APIRouter, HTTPException, Query, Response, status
 from fastapi.concurrency import run_in_threadpool
 from pydantic import BaseModel, ConfigDict, Field
 
-from xe2tune.api.deps import StoreDep, device_filter, require_token
+from xe2tune.api.deps import CallerDep, StoreDep, device_filter
 from xe2tune.api.schemas import (
     DEFAULT_PAGE_SIZE,
     MAX_PAGE_SIZE,
@@ -67,17 +67,22 @@ async def list_results(params: Annotated[ResultParams, Query()], store: StoreDep
     "",
     response_model=SubmitOutcome,
     status_code=status.HTTP_201_CREATED,
-    dependencies=[Depends(require_token)],
     responses={200: {"model": SubmitOutcome, "description": "already stored; nothing changed"},
                401: {"model": ErrorPublic}, 403: {"model": ErrorPublic}},
 )
 async def submit_result(
-    submission: ResultSubmission, store: StoreDep, response: Response
+    submission: ResultSubmission, store: StoreDep, caller: CallerDep, response: Response
 ) -> SubmitOutcome:
     """Store one trial measured by a remote tuner; idempotent on (device, source, problem, config).
 
-    Needs ``Authorization: Bearer <XE2TUNE_API_TOKEN>``; disabled when the server has no token.
+    Needs ``Authorization: Bearer <token>``: the server's ``XE2TUNE_API_TOKEN``, or a worker
+    token of a campaign (``xe2tune campaign token create``), which stores results of that
+    campaign's problems only.
     """
+    if not caller.may_submit(submission.problem):
+        raise HTTPException(403, f"worker token {caller.token_id} is for campaign "
+                                 f"{caller.campaign_id}, whose problems do not include "
+                                 f"{submission.problem.key()}")
     outcome = await run_in_threadpool(store.submit_result, submission)
     if not outcome.created:
         response.status_code = status.HTTP_200_OK

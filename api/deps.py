@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import secrets
 from typing import Annotated
 
 from fastapi import Depends, HTTPException, Query, Request
 from fastapi.concurrency import run_in_threadpool
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from xe2tune.api._credentials import Caller, CredentialRefused, Credentials, Refusal
 from xe2tune.api._index import BestIndex
 from xe2tune.api.settings import Settings, get_settings
 from xe2tune.dashboards import DashboardViews
@@ -35,27 +35,37 @@ StoreDep = Annotated[ResultStore, Depends(get_store)]
 IndexDep = Annotated[BestIndex, Depends(get_index)]
 DashboardDep = Annotated[DashboardViews, Depends(get_dashboard)]
 
-_bearer = HTTPBearer(auto_error=False, description="the server's XE2TUNE_API_TOKEN")
+_bearer = HTTPBearer(auto_error=False, description="the server's XE2TUNE_API_TOKEN, or a "
+                                                   "worker token of a campaign")
 
 
-def require_token(
+async def require_token(
     settings: SettingsDep,
+    store: StoreDep,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
-) -> None:
-    """Let the request through only with the configured bearer token.
+) -> Caller:
+    """The caller, when it presents the API token or a live worker token.
 
     Raises:
-        HTTPException: 403 when no token is configured (writes are disabled) or the token is
-            wrong; 401 when the request carries no bearer token.
+        HTTPException: 401 when the request carries no bearer token; 403 when the token is
+            wrong or revoked, or when the server has no API token and the token is not a
+            worker token (writes are then disabled but for workers).
     """
-    if settings.api_token is None:
-        raise HTTPException(403, "POST /v1/results is disabled: the server was started without "
-                                 "XE2TUNE_API_TOKEN")
     if credentials is None:
         raise HTTPException(401, "missing bearer token: send 'Authorization: Bearer <token>'",
                             headers={"WWW-Authenticate": "Bearer"})
-    if not secrets.compare_digest(credentials.credentials.encode(), settings.api_token.encode()):
-        raise HTTPException(403, "wrong bearer token")
+    known = Credentials(store, settings.api_token)
+    try:
+        return await run_in_threadpool(known.identify, credentials.credentials)
+    except CredentialRefused as exc:
+        if exc.refusal is Refusal.UNKNOWN and settings.api_token is None:
+            raise HTTPException(403, "POST /v1/results is disabled but for worker tokens (`xe2tune "
+                                     "campaign token create`): the server was started without "
+                                     "XE2TUNE_API_TOKEN") from None
+        raise HTTPException(403, str(exc)) from None
+
+
+CallerDep = Annotated[Caller, Depends(require_token)]
 
 
 async def device_filter(

@@ -58,6 +58,7 @@ from xe2tune.db._submission import (
     RooflinePayload,
     TimingPayload,
 )
+from xe2tune.db._worker_tokens import MintedToken, WorkerTokenRecord, WorkerTokenStore
 
 __all__ = [
     "best_among",
@@ -109,6 +110,9 @@ __all__ = [
     "export_json",
     "load_json",
     "migrate_database",
+    "MintedToken",
+    "WorkerTokenRecord",
+    "WorkerTokenStore",
     "open_store",
     "results_csv",
 ]

@@ -94,3 +94,19 @@ class CampaignWorker(Base):
     started_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
     seen_at: Mapped[datetime | None] = mapped_column(DateTime)  # its last slot claimed or done
     finished_at: Mapped[datetime | None] = mapped_column(DateTime)
+
+
+class WorkerToken(Base):
+    """A credential minted for a campaign's remote workers: only its sha256 is stored (tokens
+    are 256 random bits, so a fast hash loses nothing), shown once when minted. A revoked token
+    stays, so that its use is refused as revoked rather than unknown."""
+
+    __tablename__ = "xe2t_worker_tokens"
+
+    id: Mapped[int] = mapped_column(primary_key=True)
+    campaign_id: Mapped[int] = mapped_column(
+        ForeignKey("xe2t_campaigns.id", ondelete="CASCADE"), index=True)
+    name: Mapped[str] = mapped_column(String(128))
+    token_sha256: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[datetime] = mapped_column(DateTime, default=utcnow)
+    revoked_at: Mapped[datetime | None] = mapped_column(DateTime)

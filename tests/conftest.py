@@ -11,6 +11,7 @@ import os
 import tempfile
 import uuid
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -48,6 +49,10 @@ def pytest_configure(config: pytest.Config) -> None:
     # measured ceilings); the native-extension and kernel caches stay shared on purpose.
     if "XE2TUNE_DATA_DIR" not in os.environ:
         os.environ["XE2TUNE_DATA_DIR"] = tempfile.mkdtemp(prefix="xe2tune-test-data-")
+    # Tests hold gRPC channels while they start subprocesses: grpcio's fork handlers would run in
+    # each child between fork and exec and can abort it (as in cli/_worker.py). grpc reads this
+    # when it starts, and no test module has imported it yet.
+    os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
 
 
 @functools.cache
@@ -93,9 +98,9 @@ def _postgres_unreachable() -> str | None:
     return None
 
 
-@pytest.fixture
-def postgres_url() -> Iterator[str]:
-    """A new, empty PostgreSQL database for this test, dropped afterwards (connections and all).
+@contextmanager
+def postgres_database() -> Iterator[str]:
+    """A new, empty PostgreSQL database, dropped afterwards (connections and all).
 
     Without a server this fails under CI (``CI`` set) and is skipped elsewhere with the reason.
     """
@@ -114,6 +119,20 @@ def postgres_url() -> Iterator[str]:
             connection.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
     finally:
         admin.dispose()
+
+
+@pytest.fixture
+def postgres_url() -> Iterator[str]:
+    """A PostgreSQL database of this test's own (:func:`postgres_database`)."""
+    with postgres_database() as url:
+        yield url
+
+
+@pytest.fixture(scope="module")
+def module_postgres_url() -> Iterator[str]:
+    """A PostgreSQL database shared by the tests of one module (one server for them all)."""
+    with postgres_database() as url:
+        yield url
 
 
 @pytest.fixture(params=BACKENDS)

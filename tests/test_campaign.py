@@ -27,8 +27,9 @@ from sqlalchemy import create_engine, text
 from tests._api_fixtures import free_port, running_server, xe2tune_command
 from tests._stated_ceilings import store_stated_ceilings
 from xe2tune.cli._session import listing_for
-from xe2tune.db import COUNTED_BY_ATTR, CampaignStore, LeaseRecord, open_store
+from xe2tune.db import COUNTED_BY_ATTR, CampaignStore, LeaseRecord, WorkerTokenStore, open_store
 from xe2tune.db.testing import DEVICE, prefill, tune
+from xe2tune.errors import StoreError
 from xe2tune.kernels import family_source_hash, get_family, search_family
 from xe2tune.tuner._study import StudyIds, study_name
 
@@ -136,7 +137,8 @@ def test_remote_worker_options_are_checked_before_anything_runs() -> None:
             (["--grpc", "tuner.lab", "--api", "http://tuner.lab:8000"], "HOST:PORT"),
             (["--stale-after", "30"], "--stale-after goes with --grpc"),
             (["--grpc", "127.0.0.1:13000", "--api", "http://127.0.0.1:8000", "--stale-after",
-              "5"], "accepted: 15 to 86400 seconds")):
+              "5"], "accepted: 15 to 86400 seconds"),
+            (["--tls-ca", "ca.pem"], "go with --grpc")):
         done = xe2tune("worker", "--campaign", "1", *args)
         assert done.returncode == 2 and expected in done.stderr, done.stderr
         assert len(done.stderr.strip().splitlines()) == 1, done.stderr
@@ -357,11 +359,14 @@ def test_a_worker_refuses_a_study_the_other_kind_of_worker_counts(
     assert study.get_trials() == []
 
     study.set_user_attr(COUNTED_BY_ATTR, "database")
-    grpc_port = free_port()
-    with running_server(campaign_db, tmp_path / "serve.log",
-                        extra_args=("--grpc-port", str(grpc_port))) as base:
-        done = xe2tune("worker", "--campaign", "1", "--grpc", f"127.0.0.1:{grpc_port}",
-                       "--api", base, "--device", "opencl:cpu", "--quiet", timeout=300)
+    grpc_port, token = free_port(), "grpc-test-token"
+    with running_server(campaign_db, tmp_path / "serve.log", token=token,
+                        extra_args=("--grpc-port", str(grpc_port), "--insecure")) as base:
+        done = subprocess.run(
+            [xe2tune_command(), "worker", "--campaign", "1", "--grpc", f"127.0.0.1:{grpc_port}",
+             "--api", base, "--insecure", "--device", "opencl:cpu", "--quiet"],
+            capture_output=True, text=True, timeout=300,
+            env={**os.environ, "XE2TUNE_API_TOKEN": token})
     assert done.returncode == 2 and "is counted by database workers" in done.stderr, done.stderr
     assert len(done.stderr.strip().splitlines()) == 1, done.stderr
     assert study.get_trials() == []
@@ -373,9 +378,9 @@ STALE_AFTER = 15  # seconds: the shortest --stale-after accepted (three heartbea
 def start_grpc_worker(grpc_port: int, base: str, env: dict[str, str]) -> subprocess.Popen:
     return subprocess.Popen(
         [xe2tune_command(), "worker", "--campaign", "1", "--grpc", f"127.0.0.1:{grpc_port}",
-         "--api", base, "--device", "opencl:cpu", "--stale-after", str(STALE_AFTER),
-         "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-        start_new_session=True)
+         "--api", base, "--insecure", "--device", "opencl:cpu", "--stale-after",
+         str(STALE_AFTER), "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        env=env, start_new_session=True)
 
 
 @pytest.mark.requires_xpu
@@ -388,7 +393,7 @@ def test_grpc_workers_spend_the_budget_exactly_and_a_killed_ones_trial_is_rerun(
     env = {**os.environ, "XE2TUNE_API_TOKEN": token,
            "XE2TUNE_DB": "postgresql+psycopg://nobody@127.0.0.1:1/unreachable"}
     with running_server(url, tmp_path / "serve.log", token=token,
-                        extra_args=("--grpc-port", str(grpc_port))) as base, \
+                        extra_args=("--grpc-port", str(grpc_port), "--insecure")) as base, \
             Readers(url, base) as readers:
         workers = [start_grpc_worker(grpc_port, base, env) for _ in range(2)]
         victim, survivor = workers
@@ -455,7 +460,7 @@ def test_a_study_closes_as_soon_as_the_campaigns_patience_is_spent(
         env = {**os.environ, "XE2TUNE_API_TOKEN": token,
                "XE2TUNE_DB": "postgresql+psycopg://nobody@127.0.0.1:1/unreachable"}
         with running_server(url, tmp_path / "serve.log", token=token,
-                            extra_args=("--grpc-port", str(grpc_port))) as base:
+                            extra_args=("--grpc-port", str(grpc_port), "--insecure")) as base:
             worker = start_grpc_worker(grpc_port, base, env)
             out, err = worker.communicate(timeout=600)
         done = subprocess.CompletedProcess(worker.args, worker.returncode, out, err)
@@ -481,3 +486,35 @@ def test_a_study_closes_as_soon_as_the_campaigns_patience_is_spent(
     assert rows and max(Counter(rows).values()) == 1, "a config was measured twice"
     if kind == "grpc":  # (a database worker also stores its seeded baselines)
         assert len(rows) == len(told)
+
+
+def test_worker_tokens_are_stored_hashed_and_revoked_per_campaign(backend_url: str) -> None:
+    store = open_store(backend_url)
+    try:
+        campaign = CampaignStore(store).create(name="tokens", sampler="random", trials=1,
+                                               patience=None, confirm_rounds=1,
+                                               problems=[prefill(512)])
+        tokens = WorkerTokenStore(store)
+        minted = tokens.create(campaign.id, "host-a")
+        assert tokens.find(minted.secret) == minted.record and not minted.record.revoked
+        assert tokens.find(minted.secret + "x") is None
+        engine = create_engine(backend_url)
+        try:
+            with engine.connect() as connection:
+                stored_form = connection.execute(
+                    text("SELECT token_sha256 FROM xe2t_worker_tokens")).scalar_one()
+        finally:
+            engine.dispose()
+        assert minted.secret not in stored_form and len(stored_form) == 64
+        with pytest.raises(StoreError, match="has no token 99"):
+            tokens.revoke(campaign.id, 99)
+        with pytest.raises(StoreError, match=f"has no token {minted.record.id}"):
+            tokens.revoke(campaign.id + 1, minted.record.id)  # another campaign's id
+        revoked = tokens.revoke(campaign.id, minted.record.id)
+        assert revoked.revoked and tokens.find(minted.secret).revoked
+        assert tokens.revoke(campaign.id, minted.record.id) == revoked  # the first time stays
+        assert tokens.list(campaign.id) == [revoked]
+        with pytest.raises(StoreError, match="no campaign 99"):
+            tokens.create(99, "nobody")
+    finally:
+        store.close()

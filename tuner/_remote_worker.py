@@ -1,8 +1,9 @@
 """A campaign worker on a host that cannot reach the database.
 
-The studies are reached through optuna's own gRPC storage proxy (``GrpcStorageProxy``; the
-server side runs ``optuna.storages.run_grpc_proxy_server`` in ``xe2tune serve --grpc-port``),
-the measurements go to the API's token-protected ``POST /v1/results``. Everything the worker
+The studies are reached through optuna's gRPC storage proxy (optuna's ``GrpcStorageProxy``
+over TLS with a token on every call, tuner/_grpc_client.py; the server side is optuna's servicer
+behind a token gate in ``xe2tune serve --grpc-port``), the measurements go to the API's
+token-protected ``POST /v1/results``. Everything the worker
 coordinates with others lives in the optuna study itself:
 
 - the campaign's definition is the user attribute of the study ``xe2tune campaign N``;
@@ -29,6 +30,7 @@ worker on an identical device confirms.
 
 from __future__ import annotations
 
+import ssl
 import threading
 import time
 import urllib.error
@@ -105,9 +107,11 @@ def load_campaign(storage: optuna.storages.BaseStorage, campaign_id: int) -> Cam
 class ResultPoster:
     """Stores measurements through ``POST /v1/results`` of an ``xe2tune serve``."""
 
-    def __init__(self, api: str, token: str | None) -> None:
+    def __init__(self, api: str, token: str | None,
+                 context: ssl.SSLContext | None = None) -> None:
         self.url = api.rstrip("/") + "/v1/results"
         self.token = token
+        self.context = context  # verifies the server of an https:// API
 
     def post(self, submission: ResultSubmission) -> None:
         """Store one trial (idempotent: a config already stored is left alone).
@@ -121,7 +125,7 @@ class ResultPoster:
         request = urllib.request.Request(self.url, method="POST", headers=headers,
                                          data=submission.model_dump_json().encode())
         try:
-            with urllib.request.urlopen(request, timeout=60):
+            with urllib.request.urlopen(request, timeout=60, context=self.context):
                 return
         except urllib.error.HTTPError as exc:
             detail = exc.read()[:300].decode(errors="replace")

@@ -104,6 +104,12 @@ def api_token() -> str | None:
     return os.environ.get("XE2TUNE_API_TOKEN") or None
 
 
+def worker_token() -> str | None:
+    """The credential a remote worker presents to the gRPC proxy and ``POST /v1/results``:
+    ``XE2TUNE_WORKER_TOKEN`` (a campaign's worker token), else ``XE2TUNE_API_TOKEN``."""
+    return os.environ.get("XE2TUNE_WORKER_TOKEN") or api_token()
+
+
 def allowed_hosts() -> tuple[str, ...]:
     """Host names the API answers to besides loopback (``XE2TUNE_ALLOWED_HOSTS``, by commas)."""
     text = os.environ.get("XE2TUNE_ALLOWED_HOSTS", "")

@@ -11,6 +11,7 @@ import typer
 from xe2tune.cli import (
     _bench,  # noqa: F401  (each module registers its commands on app)
     _campaign,  # noqa: F401
+    _campaign_tokens,  # noqa: F401
     _devices,  # noqa: F401
     _inspect,  # noqa: F401
     _query,  # noqa: F401

@@ -11,6 +11,7 @@ import typer
 
 from xe2tune import config
 from xe2tune.cli._app import app, console, fail
+from xe2tune.cli._transport import InsecureOption, TlsCertOption, TlsKeyOption, is_loopback
 
 # Binding to every interface names no host a client would use: those need --allowed-host.
 WILDCARD_HOSTS = ("0.0.0.0", "::", "")
@@ -37,26 +38,37 @@ def serve(
     grpc_port: Annotated[int | None, typer.Option(
         "--grpc-port", min=1, max=65535,
         help="Also serve the database's optuna studies through optuna's gRPC storage proxy on "
-             "--host:PORT, for campaign workers without database access (no authentication: "
-             "a trusted network only; needs the grpc extra).")] = None,
+             "--host:PORT, for campaign workers without database access: every call needs "
+             "XE2TUNE_API_TOKEN or a worker token; TLS with --tls-cert (needs the grpc "
+             "extra).")] = None,
+    tls_cert: TlsCertOption = None,
+    tls_key: TlsKeyOption = None,
+    tls_client_ca: Annotated[Path | None, typer.Option(
+        "--tls-client-ca", help="PEM CA certificates: clients of both channels must present a "
+                                "certificate it signed")] = None,
+    insecure: InsecureOption = False,
 ) -> None:
     """Serve the REST API (/v1, OpenAPI at /docs) and the dashboard (/) on uvicorn.
 
     Reads the same database the tuner writes, also while a search is running. POST /v1/results
-    is enabled only when XE2TUNE_API_TOKEN is set. The server opens the database like a writer
-    (it may store POSTed results, and switches a SQLite file to WAL so that it never blocks a
-    running search): another program's database is refused, an older schema is migrated.
-    Requests whose Host header is not loopback, --host or an --allowed-host get 400.
+    takes XE2TUNE_API_TOKEN (when set) or a campaign's worker token. The server opens the
+    database like a writer (it may store POSTed results, and switches a SQLite file to WAL so
+    that it never blocks a running search): another program's database is refused, an older
+    schema is migrated. Requests whose Host header is not loopback, --host or an --allowed-host
+    get 400. With --tls-cert and --tls-key both channels use TLS; without them the server is
+    plain text, which only a loopback --host may be (and the gRPC proxy only with --insecure).
     """
     import uvicorn
 
     from xe2tune.db import open_store
 
+    tls = _server_tls(host, tls_cert, tls_key, tls_client_ca, insecure=insecure,
+                      grpc=grpc_port is not None)
     # fail with one line here, not with a traceback from the lifespan
     with closing(open_store(db)) as store:
         url = store.url
-        if grpc_port is not None:
-            _start_grpc_proxy(store.optuna_storage_url(), host, grpc_port)
+    # held until uvicorn returns: a grpc.Server that is collected stops serving
+    proxy = None if grpc_port is None else _start_grpc_proxy(db, host, grpc_port, tls)
     if db is not None:
         config.set_database_url(db)  # worker processes read it from the environment
     names = [*config.allowed_hosts(), *(allowed_host or [])]
@@ -67,35 +79,70 @@ def serve(
             raise fail(f"allowed host {name!r} (--allowed-host, XE2TUNE_ALLOWED_HOSTS) is not a "
                        "host name; accepted: a DNS name or an IP address, without scheme or port")
     config.set_allowed_hosts(tuple(dict.fromkeys(names)))  # worker processes read it too
-    console.print(f"xe2tune serving http://{host}:{port}/ (dashboard), /docs (API); "
+    scheme = "http" if tls is None else "https"
+    console.print(f"xe2tune serving {scheme}://{host}:{port}/ (dashboard), /docs (API); "
                   f"database {url}; POST /v1/results "
-                  + ("enabled" if config.api_token() else "disabled (no XE2TUNE_API_TOKEN)"),
+                  + ("enabled" if config.api_token() else "for worker tokens only (no "
+                                                         "XE2TUNE_API_TOKEN)"),
                   highlight=False, soft_wrap=True)
     uvicorn.run("xe2tune.api.main:create_asgi_app", factory=True, host=host, port=port,
                 workers=workers, access_log=access_log, log_level="info", proxy_headers=False,
-                timeout_graceful_shutdown=5,
+                timeout_graceful_shutdown=5, **(tls.uvicorn_options() if tls else {}),
                 # a worker imports FastAPI, SQLAlchemy and pandas (no device runtime) and opens
                 # the database before it answers: on a loaded host that can take a while
                 timeout_worker_healthcheck=120)
+    if proxy is not None:
+        proxy.stop(grace=None)
 
 
-def _start_grpc_proxy(storage_url: str, host: str, port: int) -> None:
-    """optuna's gRPC storage proxy for the database, on a thread of this process."""
-    import threading
+def _server_tls(host: str, cert: Path | None, key: Path | None, client_ca: Path | None, *,
+                insecure: bool, grpc: bool):  # noqa: ANN202  (ServerTls; the api loads lazily)
+    """The TLS files checked, or None for plain text where that is allowed."""
+    from xe2tune.api import ServerTls
 
-    import optuna
-
+    if (cert is None) != (key is None):
+        raise fail("--tls-cert and --tls-key go together: the server's certificate and its key")
+    if cert is None or key is None:
+        if client_ca is not None:
+            raise fail("--tls-client-ca goes with --tls-cert and --tls-key")
+        if not is_loopback(host):
+            raise fail(f"--host {host} without TLS: plain text is served on loopback only; "
+                       "accepted: --tls-cert FILE --tls-key FILE, or a loopback --host")
+        if grpc and not insecure:
+            raise fail("--grpc-port without TLS carries tokens and studies in plain text: "
+                       "accepted: --tls-cert FILE --tls-key FILE, or --insecure (loopback only)")
+        return None
+    if insecure:
+        raise fail("--insecure and --tls-cert exclude each other")
+    tls = ServerTls(cert_file=cert, key_file=key, client_ca_file=client_ca)
     try:
-        from optuna.storages import run_grpc_proxy_server
-        storage = optuna.storages.get_storage(storage_url)
-        import grpc  # noqa: F401  (optuna imports it only when the server starts)
+        tls.check()
+    except ValueError as exc:
+        raise fail(str(exc)) from None
+    return tls
+
+
+def _start_grpc_proxy(db: str | None, host: str, port: int, tls):  # noqa: ANN001, ANN202
+    """optuna's gRPC storage proxy for the database, behind the token gate, on threads of this
+    process (its store stays open while the process runs)."""
+    from xe2tune.api import start_grpc_proxy
+    from xe2tune.db import open_store
+
+    store = open_store(db)
+    try:
+        server = start_grpc_proxy(store, host=host, port=port, tls=tls,
+                                  api_token=config.api_token())
     except ImportError as exc:
+        store.close()
         raise fail(f"--grpc-port needs grpcio and protobuf ({exc.name} is missing); install "
                    "them with pip install 'xe2tune[grpc]'") from None
-    threading.Thread(target=run_grpc_proxy_server, args=(storage,),
-                     kwargs={"host": host, "port": port}, name="xe2tune-grpc-proxy",
-                     daemon=True).start()
-    console.print(f"optuna gRPC storage proxy on {host}:{port}", highlight=False)
+    except RuntimeError as exc:
+        store.close()
+        raise fail(f"--grpc-port {port}: {exc}") from None
+    console.print(f"optuna gRPC storage proxy on {host}:{port} "
+                  f"({'TLS' if tls else 'plain text, loopback'}; every call needs a token)",
+                  highlight=False)
+    return server
 
 
 @app.command()

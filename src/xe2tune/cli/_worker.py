@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
-from typing import Annotated
+import ssl
+import urllib.parse
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from xe2tune.cli._app import app, console, err_console, fail
 from xe2tune.cli._campaign import CampaignOption
 from xe2tune.cli._devices import DbOption, DeviceOption, JsonOption
+from xe2tune.cli._transport import InsecureOption, TlsCertOption, TlsKeyOption, is_loopback
+
+if TYPE_CHECKING:
+    from xe2tune.tuner._grpc_client import ClientTls
 
 
 class _StopOnSignal:
@@ -54,8 +63,15 @@ def worker(
         "--grpc", help="HOST:PORT of an `xe2tune serve --grpc-port`: reach the studies through "
                        "optuna's gRPC storage proxy instead of the database (needs --api)")] = None,
     api: Annotated[str | None, typer.Option(
-        "--api", help="with --grpc: base URL of that `xe2tune serve`; measurements are stored "
-                      "through its POST /v1/results with XE2TUNE_API_TOKEN")] = None,
+        "--api", help="with --grpc: https:// base URL of that `xe2tune serve`; measurements are "
+                      "stored through its POST /v1/results; both channels present "
+                      "XE2TUNE_WORKER_TOKEN (else XE2TUNE_API_TOKEN)")] = None,
+    tls_ca: Annotated[Path | None, typer.Option(
+        "--tls-ca", help="with --grpc: PEM CA certificates the server's certificate must chain "
+                         "to (default: the system's CAs)")] = None,
+    tls_cert: TlsCertOption = None,
+    tls_key: TlsKeyOption = None,
+    insecure: InsecureOption = False,
     stale_after: Annotated[float | None, typer.Option(
         "--stale-after", help="with --grpc: seconds without a heartbeat after which a running "
                               "trial's worker counts as dead and the trial is re-run (default "
@@ -71,11 +87,22 @@ def worker(
         if grpc is None or api is None:
             raise fail("--grpc and --api go together: the studies through the proxy, the "
                        "measurements through the API")
-        _remote_worker(campaign, grpc, api, device=device, follow=follow, seed=seed,
-                       stale_after=_stale_after(stale_after), as_json=as_json, quiet=quiet)
+        # grpcio turns its fork handlers on by default: they run in the child of every fork,
+        # also the trial runner's fork-and-exec of a fresh interpreter, and abort that child
+        # while a channel is polling ("epoll_wait error: Bad file descriptor", SIGABRT; seen
+        # under load). Nothing here forks to keep using gRPC in the child, so they stay off.
+        # Read when grpc starts, so set before grpc is imported.
+        os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
+        stale = _stale_after(stale_after)
+        channel = _channel(grpc, api, tls_ca, tls_cert, tls_key, insecure=insecure)
+        _remote_worker(campaign, channel, device=device, follow=follow, seed=seed,
+                       stale_after=stale, as_json=as_json, quiet=quiet)
         return
     if stale_after is not None:
         raise fail("--stale-after goes with --grpc: database workers hold leases instead")
+    if insecure or tls_ca or tls_cert or tls_key:
+        raise fail("--tls-ca, --tls-cert, --tls-key and --insecure go with --grpc: a database "
+                   "worker talks to the database only")
     from xe2tune.cli._search import CPU_BENCH_BUDGET_S, GPU_BENCH_BUDGET_S
     from xe2tune.cli._session import open_runner, open_session
     from xe2tune.db import CampaignStore, open_store
@@ -135,11 +162,60 @@ def worker(
         raise typer.Exit(128 + stop.signum)
 
 
+@dataclass(frozen=True)
+class _Channel:
+    """Where a remote worker connects and how: the proxy, the API, TLS (None: plain text to
+    loopback), the credential both channels present."""
+
+    grpc: str
+    host: str
+    port: int
+    api: str
+    tls: ClientTls | None
+    context: ssl.SSLContext | None
+    token: str
+
+
 def _grpc_address(text: str) -> tuple[str, int]:
     host, _, port = text.rpartition(":")
     if not host or not port.isdigit() or not 0 < int(port) < 65536:
         raise fail(f"--grpc {text!r}: accepted: HOST:PORT, e.g. tuner.lab:13000")
     return host.strip("[]"), int(port)
+
+
+def _channel(grpc: str, api: str, ca: Path | None, cert: Path | None, key: Path | None, *,
+             insecure: bool) -> _Channel:
+    """The remote channels checked: TLS unless --insecure, which loopback alone may use."""
+    from xe2tune import config
+    from xe2tune.tuner._grpc_client import ClientTls
+
+    host, port = _grpc_address(grpc)
+    parsed = urllib.parse.urlsplit(api)
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        raise fail(f"--api {api!r}: accepted: https://HOST:PORT of an `xe2tune serve`")
+    token = config.worker_token()
+    if not token:
+        raise fail("no credential for the server: set XE2TUNE_WORKER_TOKEN (`xe2tune campaign "
+                   "token create` on the database host) or XE2TUNE_API_TOKEN")
+    if insecure:
+        if ca or cert or key:
+            raise fail("--insecure excludes --tls-ca, --tls-cert and --tls-key")
+        if parsed.scheme != "http":
+            raise fail(f"--insecure goes with an http:// --api, not {api!r}")
+        for option, name in (("--grpc", host), ("--api", parsed.hostname)):
+            if not is_loopback(name):
+                raise fail(f"--insecure: plain text only to loopback, and {option} names "
+                           f"{name}; accepted: TLS (https:// and --tls-ca) to another host")
+        return _Channel(grpc, host, port, api, None, None, token)
+    if parsed.scheme != "https":
+        raise fail(f"--api {api!r} is plain HTTP: accepted: https://HOST:PORT (with --tls-ca), "
+                   "or --insecure to a loopback server")
+    tls = ClientTls(ca_file=ca, cert_file=cert, key_file=key)
+    try:
+        context = tls.ssl_context()
+    except ValueError as exc:
+        raise fail(str(exc)) from None
+    return _Channel(grpc, host, port, api, tls, context, token)
 
 
 def _stale_after(seconds: float | None) -> float:
@@ -152,15 +228,17 @@ def _stale_after(seconds: float | None) -> float:
     return seconds
 
 
-def _api_peaks(api: str, name: str, driver: str, compute_units: int):  # noqa: ANN202
+def _api_peaks(channel: _Channel, name: str, driver: str, compute_units: int):  # noqa: ANN202
     """The device's peaks as the server's database knows them (measured, else catalog), or
     None."""
     import urllib.request
 
     from xe2tune.harness import DevicePeaks
 
+    api = channel.api
     try:
-        with urllib.request.urlopen(api.rstrip("/") + "/v1/devices", timeout=60) as response:
+        with urllib.request.urlopen(api.rstrip("/") + "/v1/devices", timeout=60,
+                                    context=channel.context) as response:
             devices = json.loads(response.read())
     except (OSError, ValueError) as exc:
         raise fail(f"cannot read {api}/v1/devices: {exc}") from None
@@ -172,25 +250,26 @@ def _api_peaks(api: str, name: str, driver: str, compute_units: int):  # noqa: A
     return None
 
 
-def _remote_worker(campaign: int, grpc: str, api: str, *, device: str | None, follow: bool,
+def _remote_worker(campaign: int, channel: _Channel, *, device: str | None, follow: bool,
                    seed: int | None, stale_after: float, as_json: bool, quiet: bool) -> None:
-    """The worker on a host without database access (see tuner/_remote_worker.py)."""
-    import os
+    """The worker on a host without database access (see tuner/_remote_worker.py); a refusal
+    of the proxy (a revoked token, say) ends it with one line."""
+    import grpc
+
+    try:
+        _run_remote_worker(campaign, channel, device=device, follow=follow, seed=seed,
+                           stale_after=stale_after, as_json=as_json, quiet=quiet)
+    except grpc.RpcError as exc:  # every RpcError of a call is also a grpc.Call
+        raise fail(f"the gRPC proxy at {channel.grpc} refused: {exc.code().name}: "
+                   f"{exc.details()}") from None
+
+
+def _run_remote_worker(campaign: int, channel: _Channel, *, device: str | None, follow: bool,
+                       seed: int | None, stale_after: float, as_json: bool,
+                       quiet: bool) -> None:
     import socket
     import uuid
-    import warnings
 
-    # grpcio turns its fork handlers on by default: they run in the child of every fork, also
-    # the trial runner's fork-and-exec of a fresh interpreter, and abort that child while a
-    # channel is polling ("epoll_wait error: Bad file descriptor", SIGABRT; seen under load).
-    # Nothing here forks to keep using gRPC in the child, so they stay off. Read when grpc
-    # starts, so set before the first channel.
-    os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
-
-    from optuna.exceptions import ExperimentalWarning
-    from optuna.storages import GrpcStorageProxy
-
-    from xe2tune import config
     from xe2tune.cli._search import CPU_BENCH_BUDGET_S, GPU_BENCH_BUDGET_S
     from xe2tune.cli._session import DeviceSession, device_record, listing_for, open_runner
     from xe2tune.harness import (
@@ -200,6 +279,7 @@ def _remote_worker(campaign: int, grpc: str, api: str, *, device: str | None, fo
         open_queue,
     )
     from xe2tune.kernels import family_source_hash, search_family
+    from xe2tune.tuner._grpc_client import TokenGrpcStorage
     from xe2tune.tuner._remote_worker import (
         RemoteStudy,
         ResultPoster,
@@ -209,24 +289,25 @@ def _remote_worker(campaign: int, grpc: str, api: str, *, device: str | None, fo
     )
     from xe2tune.tuner._worker_loop import unfit_reason
 
-    host, port = _grpc_address(grpc)
-    # optuna flags GrpcStorageProxy as experimental on every instance; --grpc asked for it.
-    warnings.filterwarnings("ignore", category=ExperimentalWarning)
+    grpc, api = channel.grpc, channel.api
 
-    def make_storage() -> GrpcStorageProxy:
-        return GrpcStorageProxy(host=host, port=port)
+    def make_storage() -> TokenGrpcStorage:
+        return TokenGrpcStorage(host=channel.host, port=channel.port, token=channel.token,
+                                tls=channel.tls)
 
     storage = make_storage()
     try:
         storage.wait_server_ready(timeout=30)
-    except Exception as exc:  # noqa: BLE001  (optuna raises grpc's own timeout error)
+    except ConnectionError as exc:
         raise fail(f"no optuna gRPC storage proxy at {grpc} ({type(exc).__name__}); start one "
-                   "with `xe2tune serve --grpc-port PORT`") from None
+                   "with `xe2tune serve --grpc-port PORT` (over TLS: its certificate must "
+                   "chain to --tls-ca and name the host, and with --tls-client-ca it needs "
+                   "--tls-cert)") from None
     record = load_campaign(storage, campaign)
     queue = open_queue(device)
     listing = listing_for(queue)
     llc = listing.global_mem_cache_bytes
-    peaks = (_api_peaks(api, listing.caps.name, listing.driver_version,
+    peaks = (_api_peaks(channel, listing.caps.name, listing.driver_version,
                         listing.caps.compute_units)
              or catalog_peaks(listing.caps.name))
     if peaks is None:
@@ -240,7 +321,7 @@ def _remote_worker(campaign: int, grpc: str, api: str, *, device: str | None, fo
         time_budget_s=GPU_BENCH_BUDGET_S if on_gpu else CPU_BENCH_BUDGET_S))
     owner = f"{os.getpid()}-{uuid.uuid4().hex[:12]}@{socket.gethostname()}"[:64]
     this_device = device_record(listing, peaks)
-    poster = ResultPoster(api, config.api_token())
+    poster = ResultPoster(api, channel.token, channel.context)
     stop = _StopOnSignal(runner)
     try:
         with stop:
