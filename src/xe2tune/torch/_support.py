@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import torch
 
 from xe2tune.errors import InvalidProblem
@@ -63,9 +65,16 @@ def kernel_reason(shape_q: tuple[int, ...], shape_k: tuple[int, ...], dtype: str
                   causal: bool) -> str | None:
     """Why the kernels cannot run a call of these [b, h, s, d] shapes here, or None.
 
-    torch.compile calls it once while tracing (its arguments are the static shapes) and keeps
-    the answer as a constant, so the device query never reaches the graph.
+    Answered once per shape per process. torch.compile calls it while tracing (its arguments
+    are the static shapes) and keeps the answer as a constant, so the device query never
+    reaches the graph.
     """
+    return _kernel_reason(shape_q, shape_k, dtype, causal)
+
+
+@lru_cache(maxsize=512)  # under the constant marker: dynamo cannot call an lru_cache wrapper
+def _kernel_reason(shape_q: tuple[int, ...], shape_k: tuple[int, ...], dtype: str,
+                   causal: bool) -> str | None:
     b, h, s, d = shape_q
     q = (b, s, h, d)
     k = (shape_k[0], shape_k[2], shape_k[1], shape_k[3])
