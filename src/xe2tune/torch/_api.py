@@ -55,4 +55,5 @@ def scaled_dot_product_attention(
             return _torch_sdpa(query, key, value, attn_mask=attn_mask, dropout_p=dropout_p,
                                is_causal=is_causal, scale=scale, enable_gqa=enable_gqa)
         raise unsupported(reason)
-    return sdpa_op(query, key, value, bool(is_causal), scale, encode_config(config))
+    return sdpa_op(query, key, value, bool(is_causal), None if scale is None else float(scale),
+                   encode_config(config))
