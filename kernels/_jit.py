@@ -160,3 +160,22 @@ def can_build_sycl(queue: dpctl.SyclQueue) -> bool:
 def has_matrix_aspect(queue: dpctl.SyclQueue) -> bool:
     """Whether joint_matrix reaches a matrix engine on the queue's device (ext_intel_matrix)."""
     return bool(load_extension().has_matrix_aspect(queue))
+
+
+def submit_at_addresses(
+    queue: dpctl.SyclQueue,
+    kernel: Any,
+    args: Sequence[tuple[str, int | float]],
+    global_size: Sequence[int],
+    local_size: Sequence[int],
+) -> dpctl.SyclEvent:
+    """Submit ``kernel`` (a dpctl.program.SyclKernel) with pointer arguments given as addresses.
+
+    ``args`` are (kind, value) pairs: ``("ptr", address)``, ``("int", n)`` or ``("float", x)``.
+    An address may be any memory the device can access: a USM allocation of the queue's
+    context, or on a device with ``usm_system_allocations`` plain host memory, which
+    ``dpctl.memory`` refuses to wrap. Returns the launch's event (not waited for).
+    """
+    kinds, values = zip(*args, strict=True) if args else ((), ())
+    return load_extension().submit_at_addresses(
+        queue, kernel, list(kinds), list(values), list(global_size), list(local_size))

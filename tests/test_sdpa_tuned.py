@@ -15,15 +15,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from _tuned_store import store_tuned
 
 import xe2tune
 from xe2tune import _sdpa
 from xe2tune._tuned import forget_tuned_configs
-from xe2tune.cli._session import device_record
-from xe2tune.db import open_store
-from xe2tune.db.testing import tune
 from xe2tune.errors import InvalidConfig
-from xe2tune.harness import BenchSettings, ConfigRunner, MeasureRequest, list_devices
 from xe2tune.kernels import (
     LauncherConfig,
     ProblemSpec,
@@ -32,7 +29,6 @@ from xe2tune.kernels import (
     make_inputs,
     reference_sdpa,
 )
-from xe2tune.measurement import TrialStatus
 
 pytestmark = pytest.mark.requires_xpu
 
@@ -75,29 +71,9 @@ def _run(problem: ProblemSpec, queue, **kwargs) -> None:  # noqa: ANN001
     assert check_output(problem, out, reference_sdpa(problem, q, k, v)).passed
 
 
-def _store_tuned(url: str, queue, caps) -> LauncherConfig:  # noqa: ANN001
-    """Measure a non-default valid config of PROBLEM and store it as a finished study."""
-    family = family_for(PROBLEM, caps)
-    default = family.default_config(PROBLEM, caps)
-    tuned = next(c for c in family.valid_configs(PROBLEM, caps)
-                 if c.shape_qk != default.shape_qk and c.stages == default.stages)
-    runner = ConfigRunner(queue, caps, None, BenchSettings(warmup=1, iterations=3,
-                                                           time_budget_s=0.2))
-    result = runner.measure(MeasureRequest(family, PROBLEM, tuned))
-    assert result.status is TrialStatus.OK, result.error
-    listing = next(d for d in list_devices() if d.caps == caps)
-    store = open_store(url)
-    try:
-        tune(store, PROBLEM, [result], device=device_record(listing, None), family=family.name,
-             default_first=False)
-    finally:
-        store.close()
-    return tuned
-
-
 def test_sdpa_uses_the_tuned_config_and_stays_correct(cpu_queue, cpu_caps, database: str,
                                                       builds: list[dict]) -> None:
-    tuned = _store_tuned(database, cpu_queue, cpu_caps)
+    tuned = store_tuned(database, cpu_queue, cpu_caps, PROBLEM)
     default = family_for(PROBLEM, cpu_caps).default_config(PROBLEM, cpu_caps)
     assert _defines(tuned, PROBLEM, cpu_caps) != _defines(default, PROBLEM, cpu_caps)
 

@@ -2,8 +2,14 @@
 //
 // dpctl 0.22 can only compile OpenCL C from source; this module compiles SYCL C++ free-function
 // kernels at run time and hands them back as dpctl.program.SyclKernel objects, which dpctl's
-// queue.submit launches. It is built on first use against the installed environment's libsycl
-// (see kernels/_jit.py), never at pip-install time, so no build-isolation path leaks into it.
+// queue.submit launches (or submit_at_addresses, for memory dpctl will not wrap). It is built
+// on first use against the installed environment's libsycl (see kernels/_jit.py), never at
+// pip-install time, so no build-isolation path leaks into it.
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -68,6 +74,60 @@ py::tuple build_sycl_source(sycl::queue &queue, const std::string &source,
   return py::make_tuple(kernels, log, spills);
 }
 
+template <int Dims>
+sycl::nd_range<Dims> make_nd_range(const std::vector<size_t> &global,
+                                   const std::vector<size_t> &local) {
+  sycl::range<Dims> g, l;
+  for (int i = 0; i < Dims; ++i) {
+    g[i] = global[i];
+    l[i] = local[i];
+  }
+  return {g, l};
+}
+
+// Launches a kernel whose pointer arguments are plain addresses. dpctl.memory wraps only USM
+// allocations of the queue's context and refuses any other pointer, but on a device with
+// aspect::usm_system_allocations (Intel's OpenCL CPU runtime has it) memory from the system
+// allocator, such as a torch CPU tensor's storage, is valid in a kernel as it is: SYCL's
+// set_arg with the raw pointer, no copy. kinds[i] is "ptr" (an address), "int" or "float".
+sycl::event submit_at_addresses(sycl::queue &queue, const sycl::kernel &kernel,
+                                const std::vector<std::string> &kinds,
+                                const std::vector<py::object> &values,
+                                const std::vector<size_t> &global,
+                                const std::vector<size_t> &local) {
+  if (kinds.size() != values.size() || global.size() != local.size() || global.empty() ||
+      global.size() > 3)
+    throw std::invalid_argument("kinds/values or global/local sizes disagree (1-3 dims)");
+  std::vector<std::uintptr_t> pointers(kinds.size());
+  std::vector<int32_t> ints(kinds.size());
+  std::vector<float> floats(kinds.size());
+  for (size_t i = 0; i < kinds.size(); ++i) {
+    if (kinds[i] == "ptr")
+      pointers[i] = values[i].cast<std::uintptr_t>();
+    else if (kinds[i] == "int")
+      ints[i] = values[i].cast<int32_t>();
+    else if (kinds[i] == "float")
+      floats[i] = values[i].cast<float>();
+    else
+      throw std::invalid_argument("unknown argument kind '" + kinds[i] + "'");
+  }
+  return queue.submit([&](sycl::handler &cgh) {
+    for (size_t i = 0; i < kinds.size(); ++i) {
+      if (kinds[i] == "ptr")
+        cgh.set_arg(static_cast<int>(i), reinterpret_cast<void *>(pointers[i]));
+      else if (kinds[i] == "int")
+        cgh.set_arg(static_cast<int>(i), ints[i]);
+      else
+        cgh.set_arg(static_cast<int>(i), floats[i]);
+    }
+    switch (global.size()) {
+      case 1: cgh.parallel_for(make_nd_range<1>(global, local), kernel); break;
+      case 2: cgh.parallel_for(make_nd_range<2>(global, local), kernel); break;
+      default: cgh.parallel_for(make_nd_range<3>(global, local), kernel); break;
+    }
+  });
+}
+
 bool can_build_sycl(sycl::queue &queue) {
   return queue.get_device().ext_oneapi_can_build(syclexp::source_language::sycl);
 }
@@ -88,6 +148,10 @@ PYBIND11_MODULE(_sycl_jit, m) {
         py::arg("headers"), py::arg("kernel_names"), py::arg("options"),
         "Compile SYCL source for the queue's device; returns ({name: SyclKernel}, log, "
         "{name: spill bytes} (empty where the device does not report spills)).");
+  m.def("submit_at_addresses", &submit_at_addresses, py::arg("queue"), py::arg("kernel"),
+        py::arg("kinds"), py::arg("values"), py::arg("global_size"), py::arg("local_size"),
+        "Submit a kernel over an nd-range with pointer arguments given as addresses "
+        "(kind \"ptr\"), int32 (\"int\") and float (\"float\") scalars; returns its event.");
   m.def("can_build_sycl", &can_build_sycl, py::arg("queue"),
         "Whether the device's runtime can compile SYCL source.");
   m.def("has_matrix_aspect", &has_matrix_aspect, py::arg("queue"),

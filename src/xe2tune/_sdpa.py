@@ -2,25 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Literal
-
 import dpctl
 import numpy as np
 
-from xe2tune._tuned import tuned_config
-from xe2tune.errors import InvalidConfig, InvalidProblem, Xe2TuneError
+from xe2tune._tuned import ConfigChoice, choose_launcher
+from xe2tune.errors import InvalidProblem
 from xe2tune.harness import PlanExecutor, device_caps, open_queue
-from xe2tune.kernels import (
-    DeviceCaps,
-    KernelFamily,
-    LauncherConfig,
-    ProblemSpec,
-    build_program,
-    dtype_name,
-    family_for,
-    get_family,
-)
+from xe2tune.kernels import ProblemSpec, build_program, dtype_name, get_family
 
 
 def _as_4d(name: str, array: np.ndarray) -> np.ndarray:
@@ -34,21 +22,6 @@ def _as_4d(name: str, array: np.ndarray) -> np.ndarray:
     )
 
 
-def _tuned_or_default(problem: ProblemSpec, caps: DeviceCaps,
-                      family: KernelFamily) -> LauncherConfig:
-    """The tuned best for the problem on this device if it can run it, else the default."""
-    tuned = tuned_config(problem, caps.name)
-    if tuned is not None:
-        try:  # a nearest problem's best may not fit this one (a tile longer than kv_len, say)
-            runs_here = family_for(problem, caps, tuned.family).invalid_reason(
-                tuned, problem, caps) is None
-        except Xe2TuneError:  # its family does not serve this problem here
-            runs_here = False
-        if runs_here:
-            return tuned
-    return family.default_config(problem, caps)
-
-
 def sdpa(
     q: np.ndarray,
     k: np.ndarray,
@@ -56,7 +29,7 @@ def sdpa(
     *,
     causal: bool = False,
     scale: float | None = None,
-    config: LauncherConfig | Mapping[str, Any] | Literal["default"] | None = None,
+    config: ConfigChoice = None,
     device: str | dpctl.SyclQueue | None = None,
 ) -> np.ndarray:
     """softmax(scale * Q K^T) V computed by the SDPA kernels, returned in the input dtype.
@@ -106,19 +79,7 @@ def sdpa(
     )
     queue = device if isinstance(device, dpctl.SyclQueue) else open_queue(device)
     caps = device_caps(queue.sycl_device)
-    family = family_for(problem, caps)
-    if config is None:
-        launcher = _tuned_or_default(problem, caps, family)
-    elif isinstance(config, str) and config == "default":
-        launcher = family.default_config(problem, caps)
-    elif isinstance(config, LauncherConfig):
-        launcher = config
-    elif isinstance(config, Mapping):
-        launcher = LauncherConfig.from_dict(dict(config), family=family.name)
-    else:
-        raise InvalidConfig(
-            f"config must be a LauncherConfig, a dict, \"default\" or None, got {config!r:.80}"
-        )
+    launcher = choose_launcher(problem, caps, config)
     plan = get_family(launcher.family).plan(launcher, problem, caps, scale=scale)
     built = build_program(queue, plan.source_file, plan.kernel_names, plan.defines)
     executor = PlanExecutor(queue, built, plan, problem)
