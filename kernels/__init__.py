@@ -31,6 +31,7 @@ from xe2tune.kernels._jit import (
     define_flags,
     has_matrix_aspect,
     source_hash,
+    submit_at_addresses,
 )
 from xe2tune.kernels._native_build import NativeBuildError, load_extension
 from xe2tune.kernels._prefill import PrefillFamily
@@ -118,6 +119,7 @@ __all__ = [
     "SpirvError",
     "SpirvSummary",
     "build_program",
+    "submit_at_addresses",
     "capture_spirv",
     "catalog_device",
     "describe_live_device",

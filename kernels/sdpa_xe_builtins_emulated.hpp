@@ -12,8 +12,6 @@
 namespace xe2t::xe {
 
 struct Builtins {
-  static constexpr bool kNative = false;
-
   static int lane(sycl::sub_group sg) { return static_cast<int>(sg.get_local_linear_id()); }
 
   // The element of `bytes` bytes at (column, row) of the surface, or 0 outside it.

@@ -38,8 +38,6 @@ SYCL_EXTERNAL xe2t::xe::Half8 intel_sub_group_block_read_us8(const XE2T_LOCAL un
 namespace xe2t::xe {
 
 struct Builtins {
-  static constexpr bool kNative = true;
-
 #ifdef __SYCL_DEVICE_ONLY__
   static XE2T_GLOBAL void *global(const void *p) {
     return (XE2T_GLOBAL void *)(const_cast<void *>(p));

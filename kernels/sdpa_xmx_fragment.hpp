@@ -1,5 +1,5 @@
 // The vocabulary of the xmx mainloop and its tile ops: the DPAS fragment shape, a view of a
-// row-major K or V slice in global memory, and the fp16/bf16 <-> fp32 element conversions.
+// row-major K or V slice in global memory, and the fp32 -> fp16/bf16 element conversion.
 //
 // Fragment ownership (the Xe DPAS register layout, SIMD16): an 8 x 16 tile (M = 8 rows, 16
 // columns) is held by the 16 lanes of a subgroup, lane j holding column j of all 8 rows; a
@@ -17,7 +17,6 @@ namespace xe2t::xmx {
 inline constexpr int kM = 8;   // DPAS rows (M)
 inline constexpr int kN = 16;  // DPAS columns (N) = subgroup size
 inline constexpr int kK = 16;  // DPAS reduction depth (K) for fp16/bf16
-inline constexpr int kSubgroup = 16;
 
 // Rows [0, rows) x columns [0, cols) of a row-major matrix with a row pitch of `stride`
 // elements (K or V of one (batch, KV head): cols = D, stride = heads_kv * D). Elements outside
@@ -28,16 +27,7 @@ struct Rows {
   size_t stride;
   int rows;
   int cols;
-
-  const T *row(int r) const { return base + static_cast<size_t>(r) * stride; }
 };
-
-// fp16/bf16 -> fp32, exact.
-inline float to_float(half_t x) { return static_cast<float>(x); }
-inline float to_float(bf16_t x) {
-  return sycl::bit_cast<float>(static_cast<std::uint32_t>(sycl::bit_cast<std::uint16_t>(x))
-                               << 16);
-}
 
 // fp32 -> T, round to nearest even. bf16 rounds on the bits (the bfloat16 constructor crashes
 // the CPU runtime's compiler); a NaN stays a quiet NaN instead of rounding into an infinity.
@@ -53,13 +43,6 @@ inline bf16_t from_float<bf16_t>(float x) {
   const std::uint32_t r =
       sycl::isnan(x) ? (u >> 16) | 0x0040u : (u + 0x7FFFu + ((u >> 16) & 1u)) >> 16;
   return sycl::bit_cast<bf16_t>(static_cast<std::uint16_t>(r));
-}
-
-// x rounded to T's precision, kept as fp32: what the matrix engine sees of an fp32 value
-// converted into an fp16/bf16 operand.
-template <class T>
-float round_to(float x) {
-  return to_float(from_float<T>(x));
 }
 
 }  // namespace xe2t::xmx

@@ -61,36 +61,34 @@ def bench_spirv(plan: LaunchPlan, isa_plan: LaunchPlan | str | None,
     return out
 
 
-def _isa_of(plan: LaunchPlan | str, isa_device: str) -> dict[str, Any]:
+def _bench_isa(plan: LaunchPlan | str, isa_device: str) -> list[ModuleIsa] | str:
+    """The ISA of the bench's config planned for the named GPU, or why there is none."""
     if isinstance(plan, str):
-        return {"error": plan}
+        return plan
     missing = compiler_missing()
     if missing:
-        return {"error": missing}
+        return missing
     try:
         capture = capture_spirv(plan, timeout_s=CAPTURE_TIMEOUT_S)
     except Xe2TuneError as exc:
-        return {"error": _first_line(exc)}
-    return {"target": isa_device,
-            "modules": [m.to_dict() for m in capture_isa(capture, isa_device)]}
+        return f"no SPIR-V: {_first_line(exc)}"
+    return capture_isa(capture, isa_device)
+
+
+def _isa_of(plan: LaunchPlan | str, isa_device: str) -> dict[str, Any]:
+    isa = _bench_isa(plan, isa_device)
+    if isinstance(isa, str):
+        return {"error": isa}
+    return {"target": isa_device, "modules": [m.to_dict() for m in isa]}
 
 
 def print_bench_isa(plan: LaunchPlan | str, isa_device: str) -> None:
-    """``bench --isa-target`` without ``--json``: the ISA table, or why there is none.
-
-    Raises:
-        Xe2CompilerMissing: if the compiler is not installed (``bench`` checks it first).
-    """
-    if isinstance(plan, str):
-        console.print(f"ISA: {plan}", highlight=False, markup=False)
+    """``bench --isa-target`` without ``--json``: the ISA table, or why there is none."""
+    isa = _bench_isa(plan, isa_device)
+    if isinstance(isa, str):
+        console.print(f"ISA: {isa}", highlight=False, markup=False)
         return
-    try:
-        capture = capture_spirv(plan, timeout_s=CAPTURE_TIMEOUT_S)
-    except Xe2TuneError as exc:
-        console.print(f"ISA: no SPIR-V: {_first_line(exc)}", highlight=False, markup=False)
-        return
-    print_isa(capture_isa(capture, isa_device),
-              f"ISA for {isa_device} (compiled only, never run there)")
+    print_isa(isa, f"ISA for {isa_device} (compiled only, never run there)")
 
 
 def _print(capture: SpirvCapture, isa: list[ModuleIsa], head: str, config: str,

@@ -28,8 +28,8 @@ from xe2tune.kernels import (
     ProblemSpec,
     build_program,
     get_family,
+    submit_at_addresses,
 )
-from xe2tune.kernels._jit import submit_at_addresses
 
 # Every kernel was verified on USM allocations, which start 64-byte aligned (as torch's CPU
 # allocator aligns storages); a view starting elsewhere (a slice mid-row) is copied.
