@@ -35,7 +35,15 @@ from xe2tune.kernels._jit import (
 )
 from xe2tune.kernels._native_build import NativeBuildError, load_extension
 from xe2tune.kernels._prefill import PrefillFamily
-from xe2tune.kernels._problem import DTYPES, ELEMENT_BYTES, HEAD_DIMS, MODES, ProblemSpec
+from xe2tune.kernels._problem import (
+    DTYPES,
+    ELEMENT_BYTES,
+    HEAD_DIMS,
+    HEAD_DIMS_V,
+    KV_DTYPES,
+    MODES,
+    ProblemSpec,
+)
 from xe2tune.kernels._reference import reference_sdpa
 from xe2tune.kernels._registry import (
     families_for,
@@ -83,6 +91,8 @@ __all__ = [
     "DTYPES",
     "ELEMENT_BYTES",
     "HEAD_DIMS",
+    "HEAD_DIMS_V",
+    "KV_DTYPES",
     "MODES",
     "THRESHOLDS",
     "XmxDecodeFamily",

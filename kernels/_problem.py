@@ -10,20 +10,30 @@ from xe2tune.errors import InvalidProblem
 
 Mode = Literal["prefill", "decode"]
 DType = Literal["fp16", "bf16", "fp32"]
+KvDType = Literal["e4m3", "e5m2"]
 
 DTYPES: tuple[str, ...] = ("fp16", "bf16", "fp32")
 MODES: tuple[str, ...] = ("prefill", "decode")
 HEAD_DIMS: tuple[int, ...] = (64, 96, 128, 192, 256)
+# Dv, the V/O head dim: D itself for MHA/GQA; 128 for MLA prefill (D 192 = 128 nope + 64 rope),
+# 512 for absorbed MLA decode (D 576 = 512 latent + 64 rope, K and V one shared latent head).
+HEAD_DIMS_V: tuple[int, ...] = (64, 96, 128, 192, 256, 512)
+# FP8 K/V caches (OCP float8): stored as one byte per element with a float scale per tensor or
+# per KV head, converted to Q's dtype in registers (Xe2's DPAS takes no FP8 operands).
+KV_DTYPES: tuple[str, ...] = ("e4m3", "e5m2")
 MAX_DECODE_Q_LEN = 16
-ELEMENT_BYTES = {"fp16": 2, "bf16": 2, "fp32": 4}
+ELEMENT_BYTES = {"fp16": 2, "bf16": 2, "fp32": 4, "e4m3": 1, "e5m2": 1}
 
 
 @dataclass(frozen=True)
 class ProblemSpec:
-    """One attention problem, layout Q [batch, q_len, heads_q, D], K/V [batch, kv_len, heads_kv, D].
+    """One attention problem, layout Q/K [batch, len, heads, D], V/O [batch, len, heads, Dv].
 
     Causal masks are aligned bottom-right (query i sees keys 0 .. i + kv_len - q_len), as
-    FlashAttention 2 does.
+    FlashAttention 2 does. ``head_dim_v`` (Dv) defaults to ``head_dim`` (D); ``kv_dtype`` None
+    means K and V are stored in ``dtype``, else in that FP8 format (Q and O stay ``dtype``).
+    Both are left out of :meth:`to_dict` and :meth:`key` at their defaults, so problems named
+    before they existed keep their identity.
     """
 
     mode: Mode
@@ -35,8 +45,12 @@ class ProblemSpec:
     heads_kv: int = 8
     batch: int = 1
     causal: bool = False
+    head_dim_v: int = None  # type: ignore[assignment]  # None -> head_dim, set in __post_init__
+    kv_dtype: KvDType | None = None
 
     def __post_init__(self) -> None:
+        if self.head_dim_v is None:
+            object.__setattr__(self, "head_dim_v", self.head_dim)
         if self.mode not in MODES:
             raise InvalidProblem(
                 f"mode {self.mode!r} is not supported; accepted: {', '.join(MODES)}"
@@ -50,6 +64,21 @@ class ProblemSpec:
                 f"head dim {self.head_dim} is not supported; accepted: "
                 + ", ".join(map(str, HEAD_DIMS))
             )
+        if self.head_dim_v not in HEAD_DIMS_V:
+            raise InvalidProblem(
+                f"head dim v {self.head_dim_v} is not supported; accepted: "
+                + ", ".join(map(str, HEAD_DIMS_V))
+            )
+        if self.kv_dtype is not None:
+            if self.kv_dtype not in KV_DTYPES:
+                raise InvalidProblem(
+                    f"kv dtype {self.kv_dtype!r} is not supported; accepted: "
+                    + ", ".join(KV_DTYPES) + " (or none: K/V in the problem's dtype)"
+                )
+            if self.dtype == "fp32":
+                raise InvalidProblem(
+                    f"kv dtype {self.kv_dtype} needs dtype fp16 or bf16 for Q and O, got fp32"
+                )
         for name in ("q_len", "kv_len", "heads_q", "heads_kv", "batch"):
             if int(getattr(self, name)) < 1:
                 raise InvalidProblem(f"{name} must be >= 1, got {getattr(self, name)}")
@@ -63,9 +92,14 @@ class ProblemSpec:
             )
 
     @property
-    def head_dim_v(self) -> int:
-        """Dv, the V/O head dim (equal to D for every kernel here)."""
-        return self.head_dim
+    def kv_element_dtype(self) -> str:
+        """The element type K and V are stored in: ``kv_dtype``, else ``dtype``."""
+        return self.kv_dtype or self.dtype
+
+    @property
+    def is_mla(self) -> bool:
+        """True when V's head dim differs from Q/K's (latent attention)."""
+        return self.head_dim_v != self.head_dim
 
     @property
     def group_size(self) -> int:
@@ -78,8 +112,13 @@ class ProblemSpec:
         return self.head_dim**-0.5
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain JSON-able form, field order fixed."""
-        return asdict(self)
+        """Plain JSON-able form, field order fixed; Dv and kv_dtype only when not the default."""
+        data = asdict(self)
+        if data["head_dim_v"] == self.head_dim:
+            del data["head_dim_v"]
+        if data["kv_dtype"] is None:
+            del data["kv_dtype"]
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ProblemSpec:
