@@ -53,8 +53,13 @@ class PlanExecutor:
             "v": (p.batch, p.kv_len, p.heads_kv, p.head_dim_v),
             "o": (p.batch, p.q_len, p.heads_q, p.head_dim_v),
         }
-        size = self.dtype.itemsize
-        self._bytes = {name: size * int(np.prod(s)) for name, s in self.shapes.items()}
+        kv_dtype = numpy_dtype(p.kv_element_dtype)
+        self.dtypes = {"q": self.dtype, "k": kv_dtype, "v": kv_dtype, "o": self.dtype}
+        if p.kv_dtype is not None:
+            self.shapes["kv_scale"] = (2, p.heads_kv)
+            self.dtypes["kv_scale"] = np.dtype(np.float32)
+        self._bytes = {name: self.dtypes[name].itemsize * int(np.prod(s))
+                       for name, s in self.shapes.items()}
         self._bytes.update(plan.scratch)
         self._poison = _to_bytes(np.full(self.shapes["o"], np.nan, dtype=self.dtype))
 
@@ -63,19 +68,29 @@ class PlanExecutor:
         """Bytes of device memory one buffer set occupies."""
         return sum(self._bytes.values())
 
-    def allocate(self, q: np.ndarray, k: np.ndarray, v: np.ndarray) -> BufferSet:
-        """Device buffers holding copies of q, k, v, and NaN-poisoned o and scratch.
+    def allocate(self, q: np.ndarray, k: np.ndarray, v: np.ndarray,
+                 kv_scale: np.ndarray | None = None) -> BufferSet:
+        """Device buffers holding copies of q, k, v (and for FP8 K/V, kv_scale [2, heads_kv]
+        float32), and NaN-poisoned o and scratch.
 
         Raises:
-            InvalidProblem: if an input's shape or dtype differs from the problem's.
+            InvalidProblem: if an input's shape or dtype differs from the problem's, or
+                kv_scale is missing for FP8 K/V or given without them.
         """
+        if (kv_scale is None) != (self.problem.kv_dtype is None):
+            raise InvalidProblem(
+                "kv_scale [2, heads_kv] float32 goes with FP8 K/V (kv_dtype e4m3 or e5m2) and "
+                f"only with them; the problem's kv_dtype is {self.problem.kv_dtype}")
         buffers = {name: dpm.MemoryUSMDevice(max(1, n), queue=self.queue)
                    for name, n in self._bytes.items()}
-        for name, array in (("q", q), ("k", k), ("v", v)):
-            if array.shape != self.shapes[name] or array.dtype != self.dtype:
+        inputs = (("q", q), ("k", k), ("v", v))
+        if kv_scale is not None:
+            inputs += (("kv_scale", kv_scale),)
+        for name, array in inputs:
+            if array.shape != self.shapes[name] or array.dtype != self.dtypes[name]:
                 raise InvalidProblem(
                     f"{name} is {array.shape} {array.dtype}, the problem needs "
-                    f"{self.shapes[name]} {self.dtype}"
+                    f"{self.shapes[name]} {self.dtypes[name]}"
                 )
             buffers[name].copy_from_host(_to_bytes(array))
         for name in self.plan.scratch:

@@ -9,7 +9,7 @@ from xe2tune.kernels._config import LauncherConfig
 from xe2tune.kernels._device_caps import DeviceCaps
 from xe2tune.kernels._family import KernelLaunch, LaunchPlan
 from xe2tune.kernels._problem import ProblemSpec
-from xe2tune.kernels._sdpa_family import SdpaFamilyBase
+from xe2tune.kernels._sdpa_family import SdpaFamilyBase, kv_scale_args
 
 # Measured on the opencl:cpu device (2 cores, AVX2), hd128 fp16 32/8 heads kv 4096 and 16384:
 # see benchmarks/kernel_defaults.py; with 16 fp32 lanes (AVX-512) the first entry takes
@@ -35,19 +35,22 @@ def split_kv_launches(
     combine_global: tuple[int, int], combine_local: tuple[int, int],
 ) -> tuple[KernelLaunch, KernelLaunch]:
     """The two launches of a split-KV decode (both decode families' kernels take these
-    arguments): phase 1 writes per-chunk partials to ``part_o``/``part_ml``, phase 2 combines."""
+    arguments): phase 1 writes per-chunk partials to ``part_o``/``part_ml``, phase 2 combines;
+    FP8 K/V builds take the ``kv_scale`` buffer last in both."""
     shape = (problem.q_len, problem.kv_len, problem.heads_q, problem.heads_kv)
+    scales = kv_scale_args(problem)
     split = KernelLaunch(
         kernel=kernel_names[0],
         args=("q", "k", "v", "part_o", "part_ml", *shape, qscale, int(problem.causal),
-              kv_chunk),
-        arg_types=("buffer",) * 5 + ("int",) * 4 + ("float", "int", "int"),
+              kv_chunk, *scales),
+        arg_types=("buffer",) * 5 + ("int",) * 4 + ("float", "int", "int")
+        + ("buffer",) * len(scales),
         global_size=split_global, local_size=split_local,
     )
     combine = KernelLaunch(
         kernel=kernel_names[1],
-        args=("part_o", "part_ml", "o", *shape, kv_chunk),
-        arg_types=("buffer",) * 3 + ("int",) * 5,
+        args=("part_o", "part_ml", "o", *shape, kv_chunk, *scales),
+        arg_types=("buffer",) * 3 + ("int",) * 5 + ("buffer",) * len(scales),
         global_size=combine_global, local_size=combine_local,
     )
     return split, combine

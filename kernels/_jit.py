@@ -10,7 +10,7 @@ import hashlib
 import re
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -55,27 +55,36 @@ def kernel_source(file_name: str) -> str:
 _INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"', re.MULTILINE)
 
 
-def _headers(file_name: str) -> list[tuple[str, str]]:
+def _headers(file_name: str, read: Callable[[str], str | None] = None) -> list[tuple[str, str]]:
     """The headers under ``kernels/`` a source includes, directly or not, sorted by name.
 
     Only these reach the build and the hash, so a new family's headers never change the hash
-    (and the study names) of the families that do not include them.
+    (and the study names) of the families that do not include them. ``read`` gives a file's
+    text, None when there is no such file (default: the files under ``kernels/``).
     """
+    read = read or _read_kernel_file
     found: dict[str, str] = {}
-    pending = [kernel_source(file_name)]
+    pending = [read(file_name) or ""]
     while pending:
         for name in _INCLUDE.findall(pending.pop()):
-            path = KERNEL_DIR / name
-            if name not in found and path.is_file():
-                found[name] = path.read_text()
-                pending.append(found[name])
+            text = read(name)
+            if name not in found and text is not None:
+                found[name] = text
+                pending.append(text)
     return sorted(found.items())
 
 
-def source_hash(file_name: str) -> str:
-    """sha256 over a kernel source and every header it includes (16 hex digits)."""
-    h = hashlib.sha256(kernel_source(file_name).encode())
-    for name, text in _headers(file_name):
+def _read_kernel_file(name: str) -> str | None:
+    path = KERNEL_DIR / name
+    return path.read_text() if path.is_file() else None
+
+
+def source_hash(file_name: str, sources: Mapping[str, str] | None = None) -> str:
+    """sha256 over a kernel source and every header it includes (16 hex digits); ``sources``
+    as for :func:`build_program`."""
+    read = sources.get if sources is not None else _read_kernel_file
+    h = hashlib.sha256((read(file_name) or "").encode())
+    for name, text in _headers(file_name, read):
         h.update(name.encode())
         h.update(text.encode())
     return h.hexdigest()[:16]
@@ -116,8 +125,13 @@ def build_program(
     file_name: str,
     kernel_names: Sequence[str],
     defines: Mapping[str, int | str | bool],
+    *,
+    sources: Mapping[str, str] | None = None,
 ) -> BuiltProgram:
     """Compile ``kernels/<file_name>`` with ``defines`` for the queue's device.
+
+    ``sources`` (file name -> text) replaces the files under ``kernels/`` for this build, e.g.
+    the kernels of another revision (tests/test_kv_variant_isolation.py compares their code).
 
     Thread-safe; the compile itself releases the GIL. Results are cached in-process by
     (device, source hash, options, kernel names); across processes the SYCL runtime's persistent
@@ -127,7 +141,8 @@ def build_program(
         KernelCompileError: with the compiler log and the path of the source that failed.
     """
     options = tuple(define_flags(defines)) + ("-O3",)
-    key = (_device_key(queue), source_hash(file_name), options, tuple(kernel_names))
+    read = sources.get if sources is not None else _read_kernel_file
+    key = (_device_key(queue), source_hash(file_name, sources), options, tuple(kernel_names))
     with _cache_lock:
         hit = _cache.get(key)
     if hit is not None:
@@ -136,7 +151,8 @@ def build_program(
     started = time.perf_counter()
     try:
         kernels, log, spills = ext.build_sycl_source(
-            queue, kernel_source(file_name), _headers(file_name), list(kernel_names), list(options)
+            queue, read(file_name) or "", _headers(file_name, read), list(kernel_names),
+            list(options)
         )
     except ext.BuildError as exc:
         message, log = exc.args

@@ -9,7 +9,7 @@ from xe2tune.kernels._config import LauncherConfig
 from xe2tune.kernels._device_caps import DeviceCaps
 from xe2tune.kernels._family import KernelLaunch, LaunchPlan
 from xe2tune.kernels._problem import ProblemSpec
-from xe2tune.kernels._sdpa_family import SdpaFamilyBase
+from xe2tune.kernels._sdpa_family import SdpaFamilyBase, kv_scale_args
 
 # Measured on the opencl:cpu device with 2 cores of AVX2 (8 fp32 lanes, 16 registers), hd128
 # fp16 seq 1024 8 heads: see benchmarks/kernel_defaults.py (6 rows x 2 vectors of S per
@@ -121,8 +121,10 @@ class PrefillFamily(SdpaFamilyBase):
         attention = KernelLaunch(
             kernel=self.kernel_names[0],
             args=("q", "k", "v", "o", "tiles", problem.q_len, problem.kv_len, problem.heads_q,
-                  problem.heads_kv, self.qscale(problem, scale), int(problem.causal)),
-            arg_types=("buffer",) * 5 + ("int",) * 4 + ("float", "int"),
+                  problem.heads_kv, self.qscale(problem, scale), int(problem.causal),
+                  *kv_scale_args(problem)),
+            arg_types=("buffer",) * 5 + ("int",) * 4 + ("float", "int")
+            + ("buffer",) * len(kv_scale_args(problem)),
             global_size=(heads, row_tiles * nt),
             local_size=(1, nt),
         )

@@ -14,7 +14,7 @@ KvDType = Literal["e4m3", "e5m2"]
 
 DTYPES: tuple[str, ...] = ("fp16", "bf16", "fp32")
 MODES: tuple[str, ...] = ("prefill", "decode")
-HEAD_DIMS: tuple[int, ...] = (64, 96, 128, 192, 256)
+HEAD_DIMS: tuple[int, ...] = (64, 96, 128, 192, 256, 576)
 # Dv, the V/O head dim: D itself for MHA/GQA; 128 for MLA prefill (D 192 = 128 nope + 64 rope),
 # 512 for absorbed MLA decode (D 576 = 512 latent + 64 rope, K and V one shared latent head).
 HEAD_DIMS_V: tuple[int, ...] = (64, 96, 128, 192, 256, 512)

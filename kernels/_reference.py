@@ -9,9 +9,12 @@ from xe2tune.kernels._problem import ProblemSpec
 
 def reference_sdpa(
     problem: ProblemSpec, q: np.ndarray, k: np.ndarray, v: np.ndarray,
-    scale: float | None = None,
+    kv_scale: np.ndarray | None = None, *, scale: float | None = None,
 ) -> np.ndarray:
     """softmax(scale * Q K^T + mask) V in float64, shape [B, q_len, Hq, Dv].
+
+    FP8 K/V (``kv_scale`` [2, Hkv]: K's then V's scale per KV head) are dequantized first, in
+    float64: the reference of the values the kernel was given, not of what was quantized.
 
     Query i sees keys 0 .. i + kv_len - q_len when causal (FlashAttention 2's alignment); a row
     that sees no key at all (causal with q_len > kv_len) is 0, as the kernels write it.
@@ -28,7 +31,10 @@ def reference_sdpa(
         for h in range(problem.heads_kv):
             qh = q[b, :, h * g:(h + 1) * g, :].astype(np.float64)  # [q_len, G, D]
             kh = k[b, :, h, :].astype(np.float64)  # [kv_len, D]
-            vh = v[b, :, h, :].astype(np.float64)
+            vh = v[b, :, h, :].astype(np.float64)  # [kv_len, Dv]
+            if kv_scale is not None:
+                kh = kh * float(kv_scale[0, h])
+                vh = vh * float(kv_scale[1, h])
             s = np.einsum("qgd,kd->gqk", qh, kh) * scale
             if visible is not None:
                 s = np.where(visible[None], s, -np.inf)

@@ -34,12 +34,30 @@ from xe2tune.kernels._family import Baseline
 from xe2tune.kernels._problem import ProblemSpec
 
 DTYPE_CODES = {"fp32": 0, "fp16": 1, "bf16": 2}
+KV_DTYPE_CODES = {"e4m3": 1, "e5m2": 2}  # XE2T_KV: FP8 K/V elements (sdpa_fp8.hpp)
 VECTOR_WIDTHS = (4, 8, 16)  # sycl::vec sizes the tile ops accept (static_assert in C++)
 LOG2E = math.log2(math.e)
 
 COMMON_PARAMS = ("bq", "bk", "bd", "bv", "stages", "subgroup_size", "rows_per_item", "kv_stage")
 COMMON_KNOBS = ("kv_stage", "rows_per_item")
 BOOL_PARAMS = ("kv_stage", "kv_pack")
+
+
+def kv_variant_defines(problem: ProblemSpec) -> dict[str, int]:
+    """XE2T_DV (Dv != D) and XE2T_KV (FP8 K/V), only for the problems that need them: an MHA/GQA
+    build gets neither, so its sources, defines and code stay those of the plain kernels
+    (tests/test_kv_variant_isolation.py compares them with the kernels before the variants)."""
+    defines = {}
+    if problem.is_mla:
+        defines["DV"] = problem.head_dim_v
+    if problem.kv_dtype is not None:
+        defines["KV"] = KV_DTYPE_CODES[problem.kv_dtype]
+    return defines
+
+
+def kv_scale_args(problem: ProblemSpec) -> tuple[str, ...]:
+    """The extra kernel argument of FP8 K/V builds: the ``kv_scale`` buffer [2, heads_kv]."""
+    return ("kv_scale",) if problem.kv_dtype is not None else ()
 
 
 class SdpaFamilyBase:
@@ -286,7 +304,7 @@ class SdpaFamilyBase:
             "D": problem.head_dim, "DTYPE": DTYPE_CODES[problem.dtype], "BQ": p["bq"],
             "BK": p["bk"], "BD": p["bd"], "BV": p["bv"], "VTILES": config.vtiles,
             "STAGES": config.stages, "SG_SIZE": p["subgroup_size"], "TM": p["rows_per_item"],
-            "KV_STAGE": self.kv_layout(p),
+            "KV_STAGE": self.kv_layout(p), **kv_variant_defines(problem),
         }
 
     @staticmethod

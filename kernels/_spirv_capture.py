@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -83,7 +84,7 @@ class SpirvCapture:
 
 
 def _run_child(
-    plan: LaunchPlan, vectorizer_mode: str, timeout_s: float
+    plan: LaunchPlan, vectorizer_mode: str, timeout_s: float, sources: Mapping[str, str] | None
 ) -> tuple[dict[str, Any], tuple[bytes, ...]]:
     """The child's outcome (``capture.json``) and the modules it dumped, scratch deleted.
 
@@ -91,7 +92,8 @@ def _run_child(
         subprocess.TimeoutExpired: past ``timeout_s`` (the child is killed first).
         WorkerError: if the child dies without writing its outcome.
     """
-    request = json.dumps({"source_file": plan.source_file, "defines": dict(plan.defines)})
+    request = json.dumps({"source_file": plan.source_file, "defines": dict(plan.defines),
+                          "sources": dict(sources) if sources is not None else None})
     with tempfile.TemporaryDirectory(prefix="xe2tune-spirv-") as scratch:
         proc = subprocess.run(  # on timeout, run() kills the child and raises TimeoutExpired
             [sys.executable, "-c", _CHILD], input=request, capture_output=True, text=True,
@@ -107,8 +109,13 @@ def _run_child(
         return json.loads(result_path.read_text()), tuple(p.read_bytes() for _, p in dumps)
 
 
-def capture_spirv(plan: LaunchPlan, *, timeout_s: float) -> SpirvCapture:
+def capture_spirv(
+    plan: LaunchPlan, *, timeout_s: float, sources: Mapping[str, str] | None = None
+) -> SpirvCapture:
     """Build ``plan``'s source with its defines in a child process and summarize the SPIR-V.
+
+    ``sources`` (file name -> text) builds other kernel sources than the files under
+    ``kernels/`` (another revision's), as :func:`xe2tune.kernels.build_program` takes them.
 
     The build is the real one (:func:`xe2tune.kernels.build_program`, same options) with an
     empty kernel-name list, so kernels the CPU device leaves out of the bundle do not fail it.
@@ -129,7 +136,8 @@ def capture_spirv(plan: LaunchPlan, *, timeout_s: float) -> SpirvCapture:
     started = time.perf_counter()
     for mode in dict.fromkeys((cpu_vectorizer_mode(), "0")):
         try:
-            result, images = _run_child(plan, mode, started + timeout_s - time.perf_counter())
+            result, images = _run_child(plan, mode, started + timeout_s - time.perf_counter(),
+                                        sources)
         except subprocess.TimeoutExpired:
             raise CaptureTimeout(f"capturing the SPIR-V of {plan.source_file} took over "
                                  f"{timeout_s:g} s; the build was killed") from None
@@ -149,7 +157,7 @@ def capture_spirv(plan: LaunchPlan, *, timeout_s: float) -> SpirvCapture:
 def child_main() -> int:
     """The child: build the requested source on :data:`CAPTURE_DEVICE` in the working directory.
 
-    Reads ``{"source_file", "defines"}`` as JSON from stdin and writes the outcome to
+    Reads ``{"source_file", "defines", "sources"}`` as JSON from stdin and writes the outcome to
     ``capture.json``: the runtime and driver may print to stdout themselves.
 
     Raises:
@@ -160,7 +168,8 @@ def child_main() -> int:
     request = json.loads(sys.stdin.read())
     queue = dpctl.SyclQueue(CAPTURE_DEVICE)
     try:
-        built = build_program(queue, request["source_file"], (), request["defines"])
+        built = build_program(queue, request["source_file"], (), request["defines"],
+                              sources=request.get("sources"))
         result = {"ok": True, "log": built.log, "build_s": built.build_seconds}
     except KernelCompileError as exc:
         result = {"ok": False, "message": exc.args[0], "log": exc.log,

@@ -26,7 +26,7 @@ parameter               LauncherConfig              define      meaning
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from xe2tune.errors import InvalidConfig, InvalidProblem
@@ -35,7 +35,7 @@ from xe2tune.kernels._config import LauncherConfig
 from xe2tune.kernels._device_caps import DeviceCaps
 from xe2tune.kernels._family import Baseline
 from xe2tune.kernels._problem import ProblemSpec
-from xe2tune.kernels._sdpa_family import DTYPE_CODES, SdpaFamilyBase
+from xe2tune.kernels._sdpa_family import DTYPE_CODES, SdpaFamilyBase, kv_variant_defines
 
 SUBGROUP = 16  # DPAS and 2D block IO need SIMD16
 DPAS_M, DPAS_N, DPAS_K = 8, 16, 16
@@ -103,12 +103,33 @@ class XmxFamilyBase(SdpaFamilyBase):
             return "the device has no fp16 support"
         if problem.dtype == "bf16" and not caps.has_bf16:
             return "the device has no bf16 support"
+        o_regs = DPAS_M * problem.head_dim_v * 4 // 64
+        if caps.registers_per_thread and o_regs + RESERVED_REGS > max(caps.registers_per_thread):
+            return (f"Dv {problem.head_dim_v}: one 8-row fragment of O alone takes {o_regs} of "
+                    f"the {max(caps.registers_per_thread)} registers of {caps.name} (the "
+                    f"{self.name} family keeps a subgroup's O [rows, Dv] fp32 in registers; "
+                    "sdpa_decode/sdpa_prefill serve it)")
         return None
 
+    def _first_valid(
+        self, candidates: Sequence[Mapping[str, Any]], problem: ProblemSpec, caps: DeviceCaps
+    ) -> LauncherConfig:
+        reason = self.unavailable_reason(problem, caps)
+        if reason is not None:
+            raise InvalidProblem(reason)
+        return super()._first_valid(candidates, problem, caps)
+
     def _dtype_reason(self, problem: ProblemSpec) -> str | None:
-        if problem.dtype in SERVED_DTYPES:
-            return None
-        return f"{self.name} serves {'/'.join(SERVED_DTYPES)}, not {problem.dtype}"
+        if problem.dtype not in SERVED_DTYPES:
+            return f"{self.name} serves {'/'.join(SERVED_DTYPES)}, not {problem.dtype}"
+        if problem.kv_dtype is not None:
+            return (f"{self.name} reads K/V in Q's dtype; FP8 K/V ({problem.kv_dtype}) run in "
+                    "the vector-lane families sdpa_prefill and sdpa_decode")
+        if problem.head_dim_v > problem.head_dim:
+            # The combine chunk [BQ, Dv / 2] fp32 reuses the local memory of Q [BQ, D].
+            return (f"{self.name} needs Dv <= D (the combine reuses Q's local memory); got "
+                    f"D {problem.head_dim}, Dv {problem.head_dim_v}")
+        return None
 
     def _check_problem(self, problem: ProblemSpec) -> None:
         super()._check_problem(problem)
@@ -334,6 +355,7 @@ class XmxFamilyBase(SdpaFamilyBase):
             "BK": p["bk"], "BD": p["bd"], "BV": p["bv"], "VTILES": config.vtiles,
             "SG_Q": p["sg_q"], "SG_K": p["sg_k"], "STAGES": config.stages,
             "POLICY": POLICIES["native" if uses_native_builtins(caps) else "emulated"],
+            **kv_variant_defines(problem),
         }
         if caps.is_intel_gpu and caps.registers_per_thread:
             defines["GRF"] = p["grf"]

@@ -17,9 +17,10 @@ namespace syclext = sycl::ext::oneapi;
 namespace syclexp = sycl::ext::oneapi::experimental;
 
 extern "C" SYCL_EXT_ONEAPI_FUNCTION_PROPERTY((syclexp::nd_range_kernel<2>))
-void xe2t_sdpa_decode_split(const xe2t_elem *q, const xe2t_elem *k, const xe2t_elem *v,
+void xe2t_sdpa_decode_split(const xe2t_elem *q, const xe2t_kv *k, const xe2t_kv *v,
                             float *part_o, float *part_ml, int q_len, int kv_len, int heads_q,
-                            int heads_kv, float qscale, int causal, int kv_chunk) {
+                            int heads_kv, float qscale, int causal,
+                            int kv_chunk XE2T_KV_SCALE_PARAM) {
   static syclexp::work_group_static<float[Mainloop::LOCAL_FLOATS]> local;
   const auto it = syclext::this_work_item::get_nd_item<2>();
   const int head_groups = heads_kv / XE2T_HB;
@@ -33,7 +34,17 @@ void xe2t_sdpa_decode_split(const xe2t_elem *q, const xe2t_elem *k, const xe2t_e
   const int row0 = tile_row0 + t * XE2T_TM;
 
   Mainloop::Slice slice[XE2T_HB];
+#ifdef XE2T_KV
+  // Each KV head's K scale folds into its own Q scale (Mainloop::kHeadQscale).
+  xe2t::Geometry head_g[XE2T_HB];
+  for (int h = 0; h < XE2T_HB; ++h) {
+    head_g[h] = g;
+    head_g[h].qscale = qscale XE2T_KV_K_SCALE(hkv0 + h);
+    slice[h] = Mainloop::Slice::of(q, k, v, head_g[h], b, hkv0 + h);
+  }
+#else
   for (int h = 0; h < XE2T_HB; ++h) slice[h] = Mainloop::Slice::of(q, k, v, g, b, hkv0 + h);
+#endif
 
   const int blocks_per_chunk = kv_chunk / XE2T_BK;
   const int kb0 = chunk * blocks_per_chunk;
@@ -52,8 +63,8 @@ void xe2t_sdpa_decode_split(const xe2t_elem *q, const xe2t_elem *k, const xe2t_e
       if (row >= g.rows()) break;
       part_ml[(part + row) * 2] = st[h].m[r];
       part_ml[(part + row) * 2 + 1] = st[h].l[r];
-      float *dst = part_o + (part + row) * XE2T_D;
-      for (int d = 0; d < XE2T_D; d += XE2T_SG_SIZE)
+      float *dst = part_o + (part + row) * Mainloop::DV;
+      for (int d = 0; d < Mainloop::DV; d += XE2T_SG_SIZE)
         Mainloop::Ops::store(dst + d, Mainloop::Ops::load(&st[h].o[r][d]));
     }
   }
@@ -61,7 +72,8 @@ void xe2t_sdpa_decode_split(const xe2t_elem *q, const xe2t_elem *k, const xe2t_e
 
 extern "C" SYCL_EXT_ONEAPI_FUNCTION_PROPERTY((syclexp::nd_range_kernel<2>))
 void xe2t_sdpa_decode_combine(const float *part_o, const float *part_ml, xe2t_elem *o,
-                              int q_len, int kv_len, int heads_q, int heads_kv, int kv_chunk) {
+                              int q_len, int kv_len, int heads_q, int heads_kv,
+                              int kv_chunk XE2T_KV_SCALE_PARAM) {
   using Ops = Mainloop::Ops;
   using vec = Mainloop::vec;
   const auto it = syclext::this_work_item::get_nd_item<2>();
@@ -82,14 +94,14 @@ void xe2t_sdpa_decode_combine(const float *part_o, const float *part_ml, xe2t_el
     const size_t p = (base + c * rows) * 2;
     l += part_ml[p + 1] * sycl::exp2(part_ml[p] - m_sub);
   }
-  const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+  const float inv = (l > 0.0f ? 1.0f / l : 0.0f) XE2T_KV_V_SCALE(hkv);
   xe2t_elem *dst = o + ((static_cast<size_t>(b) * q_len + row / group) * heads_q +
-                        hkv * group + row % group) * XE2T_D;
-  for (int d = 0; d < XE2T_D; d += XE2T_SG_SIZE) {
+                        hkv * group + row % group) * Mainloop::DV;
+  for (int d = 0; d < Mainloop::DV; d += XE2T_SG_SIZE) {
     vec acc(0.0f);
     for (int c = 0; c < chunks; ++c) {
       const size_t p = base + c * rows;
-      acc += Ops::load(part_o + p * XE2T_D + d) * vec(sycl::exp2(part_ml[p * 2] - m_sub));
+      acc += Ops::load(part_o + p * Mainloop::DV + d) * vec(sycl::exp2(part_ml[p * 2] - m_sub));
     }
     Ops::store(dst + d, acc * vec(inv));
   }

@@ -47,12 +47,40 @@ constexpr int register_tile(int n, int rows, int row_operands, int budget) {
   return best;
 }
 
+// A variant's operands: T of the mainloop names Q/O's element type for MHA/GQA (K and V in T,
+// Dv = D, loaded by the tile ops); a KvVariant instead (latent attention: Dv != D; FP8 K/V) names
+// K/V's element type, V's head dim and the loader that turns K/V elements into fp32 vectors
+// (the vector-lane mainloop's; the xmx family reads the shape alone, its tile ops load).
+// Kept out of the MHA instantiation on purpose: its type, and so its code, stays what it was.
+template <class Q_, class KV_, int DV_, template <int> class Loader_>
+struct KvVariant {};
+
+template <class T, int D>
+struct Operands {
+  using Q = T;
+  using KV = T;
+  static constexpr int DV = D;
+  template <int W>
+  using Loader = VecTileOps<W>;
+};
+
+template <class Q_, class KV_, int DV_, template <int> class Loader_, int D>
+struct Operands<KvVariant<Q_, KV_, DV_, Loader_>, D> {
+  using Q = Q_;
+  using KV = KV_;
+  static constexpr int DV = DV_;
+  template <int W>
+  using Loader = Loader_<W>;
+};
+
 // VREGS: how many W-lane vectors the device's register file holds (16 on AVX2, 32 on AVX-512
 // with W = 16); it sizes the accumulator micro-tiles.
 template <class T, int D, int BQ, int BK, int BD, int BV, int STAGES, int W, int TM, int KV_STAGE,
           int VREGS>
 struct SdpaMainloop {
-  static constexpr int DV = D;
+  using Q = typename Operands<T, D>::Q;    // Q and O elements
+  using KV = typename Operands<T, D>::KV;  // K and V elements
+  static constexpr int DV = Operands<T, D>::DV;
   static constexpr int VTILES = DV / BV;
   static constexpr int NT = BQ / TM;
   static constexpr int NVK = BK / W;  // vectors per S row
@@ -74,7 +102,11 @@ struct SdpaMainloop {
   static_assert(KV_STAGE >= 0 && KV_STAGE <= 2, "KV_STAGE is 0, 1 or 2");
 
   using Ops = VecTileOps<W>;
+  using Load = typename Operands<T, D>::template Loader<W>;  // K/V elements -> fp32 vectors
   using vec = typename Ops::vec;
+  // Variants read each slice's Q scale from its own geometry (FP8 K/V: the KV head's K scale
+  // folded in); MHA/GQA slices share one.
+  static constexpr bool kHeadQscale = !std::is_same_v<T, Q>;
 
   // One past the last K block any row up to last_row may see (0 when none sees a key).
   static int block_end(const Geometry &g, int last_row) {
@@ -87,34 +119,45 @@ struct SdpaMainloop {
 
   // Pointers to the (batch, KV head) slice: Q row R, key j and packed block kb.
   struct Slice {
-    const T *q;  // Q[b, 0, hkv * G, 0]
-    const T *k;  // K[b, 0, hkv, 0]
-    const T *v;  // V[b, 0, hkv, 0]
+    const Q *q;   // Q[b, 0, hkv * G, 0]
+    const KV *k;  // K[b, 0, hkv, 0]
+    const KV *v;  // V[b, 0, hkv, 0]
     const Geometry *g;
     float *tiles;  // packed [B, Hkv, blocks, TILE_FLOATS] (KV_STAGE 2), else null
 
-    // The slice of batch b, KV head hkv in tensors Q [B, q_len, Hq, D], K/V [B, kv_len, Hkv, D]
-    // and, when given, packed tiles.
-    static Slice of(const T *q, const T *k, const T *v, const Geometry &g, int b, int hkv,
+    // The slice of batch b, KV head hkv in tensors Q [B, q_len, Hq, D], K [B, kv_len, Hkv, D],
+    // V [B, kv_len, Hkv, Dv] and, when given, packed tiles.
+    static Slice of(const Q *q, const KV *k, const KV *v, const Geometry &g, int b, int hkv,
                     float *tiles = nullptr) {
       const size_t q_off = (static_cast<size_t>(b) * g.q_len * g.heads_q + hkv * g.group) * D;
       const size_t kv_off = (static_cast<size_t>(b) * g.kv_len * g.heads_kv + hkv) * D;
+      // A constant condition: MHA code is exactly the offset it always was.
+      const size_t v_off =
+          DV == D ? kv_off : (static_cast<size_t>(b) * g.kv_len * g.heads_kv + hkv) * DV;
       const size_t tile_off =
           (static_cast<size_t>(b) * g.heads_kv + hkv) * blocks(g) * TILE_FLOATS;
-      return {q + q_off, k + kv_off, v + kv_off, &g, tiles ? tiles + tile_off : nullptr};
+      return {q + q_off, k + kv_off, v + v_off, &g, tiles ? tiles + tile_off : nullptr};
     }
 
     float *tile(int kb) const { return tiles + static_cast<size_t>(kb) * TILE_FLOATS; }
 
-    const T *q_row(int row) const {
+    const Q *q_row(int row) const {
       return q + (static_cast<size_t>(row / g->group) * g->heads_q + row % g->group) * D;
     }
+    // Offset of row R's O row in O, for Q starting at q_base: O has Q's layout, Dv columns.
+    std::ptrdiff_t o_offset(const Q *q_base, int row) const {
+      if constexpr (DV == D) {
+        return q_row(row) - q_base;
+      } else {
+        return (q_row(row) - q_base) / D * DV;
+      }
+    }
     // Keys past the end are clamped to the last one: always a valid read, always masked.
-    const T *k_row(int key) const {
+    const KV *k_row(int key) const {
       return k + static_cast<size_t>(sycl::min(key, g->kv_len - 1)) * g->heads_kv * D;
     }
-    const T *v_row(int key) const {
-      return v + static_cast<size_t>(sycl::min(key, g->kv_len - 1)) * g->heads_kv * D;
+    const KV *v_row(int key) const {
+      return v + static_cast<size_t>(sycl::min(key, g->kv_len - 1)) * g->heads_kv * DV;
     }
   };
 
@@ -134,8 +177,8 @@ struct SdpaMainloop {
 
   static void prefetch_key(const Slice &s, int key) {
     if (key < s.g->kv_len) {
-      prefetch_lines(s.k_row(key), D * sizeof(T));
-      prefetch_lines(s.v_row(key), DV * sizeof(T));
+      prefetch_lines(s.k_row(key), D * sizeof(KV));
+      prefetch_lines(s.v_row(key), DV * sizeof(KV));
     }
   }
 
@@ -158,21 +201,21 @@ struct SdpaMainloop {
     float *kt = tile;
     float *vl = tile + D * BK;
     for (int j0 = t * W; j0 < BK; j0 += nt * W) {
-      const T *kr[W];
+      const KV *kr[W];
 #pragma unroll
       for (int w = 0; w < W; ++w) kr[w] = s.k_row(kb * BK + j0 + w);
       for (int d = 0; d < D; d += W) {
         vec tile[W];
 #pragma unroll
-        for (int w = 0; w < W; ++w) tile[w] = Ops::load(kr[w] + d);
+        for (int w = 0; w < W; ++w) tile[w] = Load::load(kr[w] + d);
         Ops::transpose(tile);
 #pragma unroll
         for (int w = 0; w < W; ++w) Ops::store(kt + (d + w) * BK + j0, tile[w]);
       }
     }
     for (int j = t; j < BK; j += nt) {
-      const T *vr = s.v_row(kb * BK + j);
-      for (int d = 0; d < DV; d += W) Ops::store(vl + j * DV + d, Ops::load(vr + d));
+      const KV *vr = s.v_row(kb * BK + j);
+      for (int d = 0; d < DV; d += W) Ops::store(vl + j * DV + d, Load::load(vr + d));
     }
   }
 
@@ -208,7 +251,7 @@ struct SdpaMainloop {
   static void scores_direct(float (&p)[TM][BK], const float (&qs)[TM][D], const Slice &s,
                             int key0) {
     for (int j0 = 0; j0 < BK; j0 += KC) {
-      const T *kr[KC];
+      const KV *kr[KC];
 #pragma unroll
       for (int c = 0; c < KC; ++c) kr[c] = s.k_row(key0 + j0 + c);
       if constexpr (STAGES > 0) {
@@ -228,7 +271,7 @@ struct SdpaMainloop {
           vec kv[KC];
           vec qv[TM];
 #pragma unroll
-          for (int c = 0; c < KC; ++c) kv[c] = Ops::load(kr[c] + d0 + dd);
+          for (int c = 0; c < KC; ++c) kv[c] = Load::load(kr[c] + d0 + dd);
 #pragma unroll
           for (int r = 0; r < TM; ++r) qv[r] = Ops::load(&qs[r][d0 + dd]);
           Ops::mma_dot(acc, qv, kv);
@@ -296,7 +339,7 @@ struct SdpaMainloop {
   static void accumulate_pv(State &st, const float (&alpha)[TM], const float (&p)[TM][BK],
                             const Slice &s, int key0, const float *vl) {
     // V rows read in place: their (clamped) addresses once per block, not once per split.
-    [[maybe_unused]] const T *rows[KV_STAGE ? 1 : BK];
+    [[maybe_unused]] const KV *rows[KV_STAGE ? 1 : BK];
     if constexpr (!KV_STAGE) {
       for (int j = 0; j < BK; ++j) rows[j] = s.v_row(key0 + j);
     }
@@ -316,7 +359,7 @@ struct SdpaMainloop {
           for (int c = 0; c < NVV; ++c) vr[c] = Ops::load(vl + j * DV + vv * BV + c * W);
         } else {
 #pragma unroll
-          for (int c = 0; c < NVV; ++c) vr[c] = Ops::load(rows[j] + vv * BV + c * W);
+          for (int c = 0; c < NVV; ++c) vr[c] = Load::load(rows[j] + vv * BV + c * W);
         }
         float a[TM];
 #pragma unroll
@@ -348,9 +391,11 @@ struct SdpaMainloop {
       const bool valid = row < g.rows();
       last[r] = sycl::min(valid ? g.last_key(row) : g.kv_len - 1, g.kv_len - 1);
       for (int h = 0; h < HB; ++h) {
-        const T *qr = s[h].q_row(valid ? row : 0);
+        const Q *qr = s[h].q_row(valid ? row : 0);
         for (int d = 0; d < D; d += W)
-          Ops::store(&qs[h][r][d], valid ? Ops::load(qr + d) * vec(g.qscale) : vec(0.0f));
+          Ops::store(&qs[h][r][d], valid ? Ops::load(qr + d) *
+                                               vec(kHeadQscale ? s[h].g->qscale : g.qscale)
+                                         : vec(0.0f));
         st[h].m[r] = kNegInf;
         st[h].l[r] = 0.0f;
         for (int d = 0; d < DV; d += W) Ops::store(&st[h].o[r][d], vec(0.0f));

@@ -20,7 +20,14 @@ using xe2t_elem = xe2t::bf16_t;
 #include "sdpa_xmx_mainloop.hpp"
 
 using XmxOps = xe2t::xmx::XeTileOps<xe2t_elem>;
-using XmxShape = xe2t::xmx::Shape<xe2t_elem, XE2T_D, XE2T_BQ, XE2T_BK, XE2T_BD, XE2T_BV,
+// Latent attention (XE2T_DV != XE2T_D) instantiates the shape on a KvVariant; MHA/GQA builds
+// (no XE2T_DV) on the element type itself, as before the variants existed.
+#ifdef XE2T_DV
+using xe2t_operands = xe2t::KvVariant<xe2t_elem, xe2t_elem, XE2T_DV, xe2t::VecTileOps>;
+#else
+using xe2t_operands = xe2t_elem;
+#endif
+using XmxShape = xe2t::xmx::Shape<xe2t_operands, XE2T_D, XE2T_BQ, XE2T_BK, XE2T_BD, XE2T_BV,
                                   XE2T_SG_Q, XE2T_SG_K>;
 using Mainloop = xe2t::xmx::XmxMainloop<xe2t::xmx::XeDefault<XE2T_STAGES>, XmxOps, XmxShape>;
 static_assert(XmxShape::VTILES == XE2T_VTILES, "VTILES must equal Dv / BV");

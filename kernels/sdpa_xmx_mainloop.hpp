@@ -41,10 +41,15 @@ struct XeDefault {};
 
 // The compile-time shape of one instantiation; the static_asserts mirror the Python family's
 // invalid_reason (kernels/_xmx_family.py).
+// T_ is Q/K/V's element type for MHA/GQA (Dv = D); latent attention (Dv != D) passes a
+// KvVariant (sdpa_mainloop.hpp) naming V's head dim instead, so the MHA instantiation stays as
+// it was.
 template <class T_, int D_, int BQ_, int BK_, int BD_, int BV_, int SGQ_, int SGK_>
 struct Shape {
-  using T = T_;
-  static constexpr int D = D_, DV = D_, BQ = BQ_, BK = BK_, BD = BD_, BV = BV_;
+  using T = typename Operands<T_, D_>::Q;
+  static_assert(std::is_same_v<T, typename Operands<T_, D_>::KV>,
+                "the xmx family reads K and V in Q's element type");
+  static constexpr int D = D_, DV = Operands<T_, D_>::DV, BQ = BQ_, BK = BK_, BD = BD_, BV = BV_;
   static constexpr int SGQ = SGQ_, SGK = SGK_, NSG = SGQ * SGK;
   static constexpr int RPS = BQ / SGQ, KS = BK / SGK;  // rows and keys of one subgroup
   static constexpr int MF = RPS / kM, NF = KS / kN;     // its fragments along rows and keys
@@ -57,6 +62,7 @@ struct Shape {
   static_assert(BV % kN == 0 && DV % BV == 0, "BV must be a multiple of 16 dividing Dv");
   static_assert(CW % kN == 0, "Dv / 2 must be a multiple of 16 (combine chunks)");
   static_assert(D % 32 == 0 && DV % 32 == 0, "prefetch messages cover 32 columns");
+  static_assert(DV <= D, "the combine chunk [BQ][Dv / 2] fp32 reuses Q's [BQ][D] T area");
   static_assert(sizeof(T) == 2, "the xmx family serves fp16 and bf16 only");
 
   // 64-byte registers of one subgroup's fragments, a hard lower bound: Q [RPS, BD] as T,
@@ -95,12 +101,24 @@ struct XmxMainloop<XeDefault<Stages>, Ops, S> {
       const size_t q_off = (static_cast<size_t>(b) * g.q_len * g.heads_q + hkv * g.group) * D;
       const size_t kv_off = (static_cast<size_t>(b) * g.kv_len * g.heads_kv + hkv) * D;
       const size_t pitch = static_cast<size_t>(g.heads_kv) * D;
-      return {q + q_off, {k + kv_off, pitch, g.kv_len, D}, {v + kv_off, pitch, g.kv_len, DV}, &g};
+      // Constant conditions: MHA code is exactly the offsets it always was.
+      const size_t v_off =
+          DV == D ? kv_off : (static_cast<size_t>(b) * g.kv_len * g.heads_kv + hkv) * DV;
+      const size_t v_pitch = DV == D ? pitch : static_cast<size_t>(g.heads_kv) * DV;
+      return {q + q_off, {k + kv_off, pitch, g.kv_len, D}, {v + v_off, v_pitch, g.kv_len, DV}, &g};
     }
     const T *q_row(int row) const {
       // MHA (group 1) skips the integer division, dozens of instructions on Xe.
       const int qi = g->group == 1 ? row : row / g->group;
       return q + (static_cast<size_t>(qi) * g->heads_q + (row - qi * g->group)) * D;
+    }
+    // Offset of row R's O row in O, for Q starting at q_base: O has Q's layout, Dv columns.
+    std::ptrdiff_t o_offset(const T *q_base, int row) const {
+      if constexpr (DV == D) {
+        return q_row(row) - q_base;
+      } else {
+        return (q_row(row) - q_base) / D * DV;
+      }
     }
   };
 

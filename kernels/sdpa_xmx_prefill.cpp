@@ -43,7 +43,7 @@ void xe2t_xmx_prefill(const xe2t_elem *q, const xe2t_elem *k, const xe2t_elem *v
   float inv[XmxShape::MF];
   XE2T_XMX_FRAGMENT_LOOP
   for (int mf = 0; mf < XmxShape::MF; ++mf) inv[mf] = st.l[mf] > 0.0f ? 1.0f / st.l[mf] : 0.0f;
-  xe2t_elem *const o_slice = o + (slice.q_row(0) - q);
+  xe2t_elem *const o_slice = o + slice.o_offset(q, 0);
   if (g.group == 1 || g.heads_kv == 1) {
     // MHA and MQA keep the packed rows at one pitch in O (heads_q * Dv, or Dv): the tile is a
     // 2D block surface, and each fragment one block store.
@@ -63,7 +63,7 @@ void xe2t_xmx_prefill(const xe2t_elem *q, const xe2t_elem *k, const xe2t_elem *v
     XE2T_XMX_FRAGMENT_LOOP
     for (int r = 0; r < kM; ++r) {
       const int row = row0 + mf * kM + r;
-      out[r] = row < g.rows() ? o + (slice.q_row(row) - q) : nullptr;
+      out[r] = row < g.rows() ? o + slice.o_offset(q, row) : nullptr;
     }
     XE2T_XMX_FRAGMENT_LOOP
     for (int n = 0; n < XmxShape::DV / kN; ++n)
