@@ -14,7 +14,7 @@ from xe2tune.kernels._decode import DecodeFamily
 from xe2tune.kernels._device_caps import DeviceCaps
 from xe2tune.kernels._family import Baseline, KernelFamily, KernelLaunch, LaunchPlan
 from xe2tune.kernels._family_union import FamilyUnion, family_source_hash
-from xe2tune.kernels._inputs import dtype_name, make_inputs, numpy_dtype
+from xe2tune.kernels._inputs import dtype_name, kv_dtype_name, make_inputs, numpy_dtype
 from xe2tune.kernels._isa import KernelIsa, ModuleIsa, iga_platform, module_isa
 from xe2tune.kernels._isa_counts import IsaCounts, count_dpas_loop, count_isa
 from xe2tune.kernels._isa_jobs import (
@@ -145,6 +145,7 @@ __all__ = [
     "get_family",
     "has_matrix_aspect",
     "load_extension",
+    "kv_dtype_name",
     "make_inputs",
     "numpy_dtype",
     "compile_isa",

@@ -18,6 +18,8 @@ HEAD_DIMS: tuple[int, ...] = (64, 96, 128, 192, 256, 576)
 # Dv, the V/O head dim: D itself for MHA/GQA; 128 for MLA prefill (D 192 = 128 nope + 64 rope),
 # 512 for absorbed MLA decode (D 576 = 512 latent + 64 rope, K and V one shared latent head).
 HEAD_DIMS_V: tuple[int, ...] = (64, 96, 128, 192, 256, 512)
+# D 576 is absorbed MLA decode's (512 latent + 64 rope) and comes with Dv 512: its default Dv.
+DEFAULT_HEAD_DIM_V = {576: 512}
 # FP8 K/V caches (OCP float8): stored as one byte per element with a float scale per tensor or
 # per KV head, converted to Q's dtype in registers (Xe2's DPAS takes no FP8 operands).
 KV_DTYPES: tuple[str, ...] = ("e4m3", "e5m2")
@@ -30,7 +32,8 @@ class ProblemSpec:
     """One attention problem, layout Q/K [batch, len, heads, D], V/O [batch, len, heads, Dv].
 
     Causal masks are aligned bottom-right (query i sees keys 0 .. i + kv_len - q_len), as
-    FlashAttention 2 does. ``head_dim_v`` (Dv) defaults to ``head_dim`` (D); ``kv_dtype`` None
+    FlashAttention 2 does. ``head_dim_v`` (Dv) defaults to ``head_dim`` (D), to 512 for D 576
+    (absorbed MLA: 512 latent + 64 rope dims); ``kv_dtype`` None
     means K and V are stored in ``dtype``, else in that FP8 format (Q and O stay ``dtype``).
     Both are left out of :meth:`to_dict` and :meth:`key` at their defaults, so problems named
     before they existed keep their identity.
@@ -50,7 +53,8 @@ class ProblemSpec:
 
     def __post_init__(self) -> None:
         if self.head_dim_v is None:
-            object.__setattr__(self, "head_dim_v", self.head_dim)
+            object.__setattr__(self, "head_dim_v",
+                               DEFAULT_HEAD_DIM_V.get(self.head_dim, self.head_dim))
         if self.mode not in MODES:
             raise InvalidProblem(
                 f"mode {self.mode!r} is not supported; accepted: {', '.join(MODES)}"

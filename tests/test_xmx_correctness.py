@@ -6,7 +6,8 @@ runs in two child processes (``tests/_xmx_runner.py``) started with 0, each buil
 the configs once; every case is then asserted here. The grid: head dims 64/96/128/192/256 x
 fp16/bf16 with the family default on this device, q_len != kv_len, lengths 1/17/129/1000, GQA
 ratios 1/4/8, causal (including q_len > kv_len: rows that see no key output 0) and not,
-batch 2, decode q_len 1/5/16, and non-default configs (sg_k 2 and 4, VTILES 1 to 8, stages 0
+batch 2, decode q_len 1/5/16, latent attention (D 192 / Dv 128 prefill, D 576 / Dv 512 decode
+with one KV head for 16 query heads), and non-default configs (sg_k 2 and 4, VTILES 1 to 8, stages 0
 and 2, 4 row fragments per subgroup).
 """
 
@@ -30,9 +31,9 @@ WORKERS = 2
 TIMEOUT_S = 1800
 
 
-def P(mode, d, dtype, q_len, kv_len, hq, hkv, causal=False, batch=1):  # noqa: N802
+def P(mode, d, dtype, q_len, kv_len, hq, hkv, causal=False, batch=1, dv=None):  # noqa: N802
     return ProblemSpec(mode, d, dtype, q_len, kv_len, heads_q=hq, heads_kv=hkv, batch=batch,
-                       causal=causal)
+                       causal=causal, head_dim_v=dv)
 
 
 # (build label, params or None for the family default, problems sharing that build)
@@ -58,6 +59,16 @@ DEFAULT_BUILDS = [
     ("decode-64-bf16", None, [P("decode", 64, "bf16", 1, 1, 4, 4),
                               P("decode", 64, "bf16", 5, 129, 8, 1, causal=True)]),
     ("decode-256-bf16", None, [P("decode", 256, "bf16", 16, 1000, 8, 8, causal=True)]),
+    # latent attention: MLA prefill D 192 / Dv 128, absorbed MLA decode D 576 / Dv 512 with one
+    # shared latent K/V head (emulated here; on Xe2 its O [8, 512] fp32 alone fills the GRF)
+    ("prefill-192-128-fp16", None, [P("prefill", 192, "fp16", 129, 301, 8, 2, causal=True,
+                                      dv=128),
+                                    P("prefill", 192, "fp16", 17, 40, 4, 4, dv=128)]),
+    ("prefill-192-128-bf16", None, [P("prefill", 192, "bf16", 77, 129, 4, 1, causal=True,
+                                      batch=2, dv=128)]),
+    ("decode-576-512-bf16", None, [P("decode", 576, "bf16", 1, 1000, 16, 1, dv=512),
+                                   P("decode", 576, "bf16", 2, 129, 16, 1, causal=True,
+                                     dv=512)]),
 ]
 NON_DEFAULT_BUILDS = [
     # 4 row fragments and 2 key fragments per subgroup, 2 x 2 subgroups, VTILES 8, no prefetch
