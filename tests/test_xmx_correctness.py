@@ -136,7 +136,9 @@ def test_emulated_builtins_match_reference(grid_results, case_id):
 def test_grid_covers_what_it_claims():
     """The grid really holds the shapes the module docstring lists (a guard against edits)."""
     problems = [ProblemSpec.from_dict(c[2]["problem"]) for c in CASES]
-    assert {p.head_dim for p in problems} == {64, 96, 128, 192, 256}
+    assert {p.head_dim for p in problems} == {64, 96, 128, 192, 256, 576}
+    assert {(p.head_dim, p.head_dim_v) for p in problems if p.is_mla} == {(192, 128), (576, 512)}
+    assert any(p.is_mla and p.heads_kv == 1 and p.heads_q == 16 for p in problems)
     assert {p.dtype for p in problems} == {"fp16", "bf16"}
     assert {p.group_size for p in problems} >= {1, 4, 8}
     assert {p.q_len for p in problems if p.mode == "decode"} >= {1, 5, 16}
