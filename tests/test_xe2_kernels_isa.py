@@ -1,8 +1,8 @@
 """The xmx family through Intel's own Xe2 compiler (ocloc + IGC, scripts/install-xe2-compiler).
 
 What a B580 or Arc 140V owner's driver would do with the SPIR-V xe2tune builds: the seeded
-baselines and the defaults compile for bmg and lnl-m without spills, with one dpas per modelled
-multiply-add, K and V through 2D block loads (transposed and VNNI) and no scattered global load
+baselines and the defaults (also MLA prefill's, D 192 / Dv 128) compile for bmg and lnl-m
+without spills, with one dpas per modelled multiply-add, K and V through 2D block loads (transposed and VNNI) and no scattered global load
 in the K loop. Also kept here: IGC 2.40's crash on joint_matrix (the reason the family does not
 use it), so that a compiler that stops crashing is noticed.
 
@@ -36,9 +36,9 @@ pytestmark = pytest.mark.usefixtures("xe2_compiler")  # skipped without it, fail
 PREFILL, DECODE = XmxPrefillFamily(), XmxDecodeFamily()
 
 
-def prefill(head_dim: int, dtype: str) -> ProblemSpec:
+def prefill(head_dim: int, dtype: str, head_dim_v: int | None = None) -> ProblemSpec:
     return ProblemSpec(mode="prefill", head_dim=head_dim, dtype=dtype, q_len=512, kv_len=512,
-                       heads_q=8, heads_kv=8, batch=1, causal=False)
+                       heads_q=8, heads_kv=8, batch=1, causal=False, head_dim_v=head_dim_v)
 
 
 def decode(head_dim: int, dtype: str) -> ProblemSpec:
@@ -51,13 +51,15 @@ def _cases():
     cases = []
     for dtype in ("fp16", "bf16"):
         for family, problem in ((PREFILL, prefill(128, dtype)), (PREFILL, prefill(64, dtype)),
-                                (DECODE, decode(128, dtype)), (DECODE, decode(64, dtype))):
+                                (DECODE, decode(128, dtype)), (DECODE, decode(64, dtype)),
+                                (PREFILL, prefill(192, dtype, head_dim_v=128))):
             configs = [("default", family.default_config(problem, b580))]
             configs += [(b.label, b.config) for b in family.baselines(problem, b580)
                         if family.invalid_reason(b.config, problem, b580) is None]
             for label, config in configs:
+                dv = f"-dv{problem.head_dim_v}" if problem.is_mla else ""
                 cases.append(pytest.param(family, problem, config,
-                                          id=f"{problem.mode}-hd{problem.head_dim}-{dtype}-"
+                                          id=f"{problem.mode}-hd{problem.head_dim}{dv}-{dtype}-"
                                              f"{label.replace(' ', '_')}"))
     return cases
 
