@@ -2,9 +2,10 @@
 
 What a B580 or Arc 140V owner's driver would do with the SPIR-V xe2tune builds: the seeded
 baselines and the defaults (also MLA prefill's, D 192 / Dv 128) compile for bmg and lnl-m
-without spills, with one dpas per modelled multiply-add, K and V through 2D block loads (transposed and VNNI) and no scattered global load
-in the K loop. Also kept here: IGC 2.40's crash on joint_matrix (the reason the family does not
-use it), so that a compiler that stops crashing is noticed.
+without spills, with one dpas per modelled multiply-add, K and V through 2D block loads
+(transposed and VNNI) and no scattered global load in the K loop. Also kept here: IGC 2.40's
+crash on joint_matrix (the reason the family does not use it), so that a compiler that stops
+crashing is noticed.
 
 Without the compiler these tests skip with the reason, except under CI, which installs it.
 """
