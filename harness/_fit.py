@@ -26,11 +26,13 @@ def reference_bytes(problem: ProblemSpec) -> int:
 
 
 def buffer_set_bytes(problem: ProblemSpec) -> int:
-    """Q, K, V and O of one buffer set in the problem's dtype (a config's scratch excluded)."""
+    """Q and O in the problem's dtype, K and V in their element dtype (FP8: one byte), and the
+    FP8 scales, of one buffer set (a config's scratch excluded)."""
     p = problem
-    elements = p.batch * (p.q_len * p.heads_q * (p.head_dim + p.head_dim_v)
-                          + p.kv_len * p.heads_kv * (p.head_dim + p.head_dim_v))
-    return ELEMENT_BYTES[p.dtype] * elements
+    qo = p.batch * p.q_len * p.heads_q * (p.head_dim + p.head_dim_v)
+    kv = p.batch * p.kv_len * p.heads_kv * (p.head_dim + p.head_dim_v)
+    scales = 4 * 2 * p.heads_kv if p.kv_dtype is not None else 0
+    return ELEMENT_BYTES[p.dtype] * qo + ELEMENT_BYTES[p.kv_element_dtype] * kv + scales
 
 
 def host_available_bytes() -> int:

@@ -50,7 +50,8 @@ def visible_pairs(q_len: int, kv_len: int, causal: bool) -> int:
 
 
 def sdpa_work(problem: ProblemSpec) -> SdpaWork:
-    """Exact work: 2 FLOPs per multiply-add over visible pairs, each tensor moved once.
+    """Exact work: 2 FLOPs per multiply-add over visible pairs, each tensor moved once (K in
+    D, V in Dv columns, both of the K/V element's size: one byte for FP8).
 
     Softmax exponentials are not counted (the convention of FlashAttention and SYCL*TLA
     reports), so TFLOP/s compare directly with theirs.
@@ -58,15 +59,16 @@ def sdpa_work(problem: ProblemSpec) -> SdpaWork:
     pairs = visible_pairs(problem.q_len, problem.kv_len, problem.causal)
     per_head = problem.batch * problem.heads_q * pairs
     e = ELEMENT_BYTES[problem.dtype]
+    e_kv = ELEMENT_BYTES[problem.kv_element_dtype]  # FP8 K/V: one byte each
     q_elems = problem.batch * problem.q_len * problem.heads_q * problem.head_dim
-    kv_elems = problem.batch * problem.kv_len * problem.heads_kv * problem.head_dim
+    kv_rows = problem.batch * problem.kv_len * problem.heads_kv
     o_elems = problem.batch * problem.q_len * problem.heads_q * problem.head_dim_v
     return SdpaWork(
         flops_qk=2.0 * per_head * problem.head_dim,
         flops_pv=2.0 * per_head * problem.head_dim_v,
         bytes_q=float(q_elems * e),
-        bytes_k=float(kv_elems * e),
-        bytes_v=float(kv_elems * e),
+        bytes_k=float(kv_rows * problem.head_dim * e_kv),
+        bytes_v=float(kv_rows * problem.head_dim_v * e_kv),
         bytes_o=float(o_elems * e),
     )
 

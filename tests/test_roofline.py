@@ -37,6 +37,15 @@ def test_flops_causal_gqa_and_bytes():
     assert w.arithmetic_intensity == pytest.approx(w.flops / total_bytes)
 
 
+def test_latent_and_fp8_bytes_count_dv_and_one_byte_kv():
+    p = ProblemSpec(mode="decode", head_dim=576, dtype="bf16", q_len=1, kv_len=4096,
+                    heads_q=16, heads_kv=1, head_dim_v=512, kv_dtype="e4m3")
+    w = sdpa_work(p)
+    assert w.flops == 2 * 16 * 4096 * (576 + 512)
+    assert w.bytes_k == 4096 * 576 and w.bytes_v == 4096 * 512  # one byte per FP8 element
+    assert w.bytes_q == 16 * 576 * 2 and w.bytes_o == 16 * 512 * 2
+
+
 def test_fraction_compute_and_memory_bound():
     peaks = DevicePeaks(flops={"fp16": 100e12, "bf16": 100e12, "fp32": 10e12},
                         bandwidth=500e9, source="catalog")
