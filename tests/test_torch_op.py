@@ -227,3 +227,67 @@ def test_unsupported_arguments_raise_one_clear_error_or_fall_back(change: dict, 
         return
     got = xt.scaled_dot_product_attention(q, k, v, **sdpa_args, fallback=True)
     assert torch.equal(got, F.scaled_dot_product_attention(q, k, v, **sdpa_args))
+
+
+def _latent(batch: int, heads_q: int, heads_kv: int, q_len: int, kv_len: int, dtype: str,
+            head_dim: int, head_dim_v: int, kv_dtype: torch.dtype | None = None) -> tuple:
+    """q, k in [b, s, h, D] memory and v in [b, s, h, Dv], viewed [b, h, s, d] (k, v in
+    kv_dtype when given)."""
+    g = torch.Generator().manual_seed(q_len * 7 + kv_len)
+
+    def make(seq: int, heads: int, dim: int, dt: torch.dtype):  # noqa: ANN202
+        return torch.randn(batch, seq, heads, dim, generator=g).to(dt).transpose(1, 2)
+
+    kv = kv_dtype or DTYPES[dtype]
+    return (make(q_len, heads_q, head_dim, DTYPES[dtype]), make(kv_len, heads_kv, head_dim, kv),
+            make(kv_len, heads_kv, head_dim_v, kv))
+
+
+@pytest.mark.parametrize(("case", "dtype"), [
+    ((2, 8, 2, 37, 70, True, 192, 128), "fp16"),  # MLA prefill, GQA, causal, row tails
+    ((1, 16, 1, 1, 300, False, 576, 512), "bf16"),  # absorbed MLA decode: one latent K/V head
+], ids=["prefill-192-128", "decode-576-512"])
+def test_value_with_its_own_head_dim_matches_torch(case: tuple, dtype: str) -> None:
+    batch, heads_q, heads_kv, q_len, kv_len, causal, d, dv = case
+    q, k, v = _latent(batch, heads_q, heads_kv, q_len, kv_len, dtype, d, dv)
+    out = xt.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)
+    assert out.shape == (batch, heads_q, q_len, dv)
+    _assert_close(out, q, k, v, dtype, is_causal=causal, enable_gqa=True)
+
+
+@pytest.mark.parametrize(("kv_dtype", "dtype", "per_head"), [
+    (torch.float8_e4m3fn, "fp16", False), (torch.float8_e5m2, "bf16", True),
+    (torch.float8_e4m3fn, "bf16", True),
+], ids=["e4m3-fp16-per-tensor", "e5m2-bf16-per-head", "e4m3-bf16-per-head"])
+def test_float8_key_value_match_torch_on_the_dequantized_tensors(
+        kv_dtype: torch.dtype, dtype: str, per_head: bool) -> None:
+    q, k, v = _latent(1, 8, 2, 40, 100, dtype, 64, 64, kv_dtype)
+    k_scale = torch.tensor([0.5, 1.25]) if per_head else 0.75
+    v_scale = torch.tensor([2.0, 0.8]) if per_head else 1.5
+    out = xt.scaled_dot_product_attention(q, k, v, is_causal=True, enable_gqa=True,
+                                          k_scale=k_scale, v_scale=v_scale)
+
+    def dequantized(t, scale):  # noqa: ANN001, ANN202
+        return t.double() * torch.as_tensor(scale, dtype=torch.float64).reshape(-1, 1, 1)
+
+    ref = F.scaled_dot_product_attention(q.double(), dequantized(k, k_scale),
+                                         dequantized(v, v_scale), is_causal=True,
+                                         enable_gqa=True)
+    atol, rtol = THRESHOLDS[dtype]
+    assert out.dtype == q.dtype and torch.isfinite(out).all()
+    assert (out.double() - ref).abs().max().item() <= atol
+    assert ((out.double() - ref).norm() / ref.norm()).item() <= rtol
+
+
+@pytest.mark.parametrize(("query_dtype", "kv_dtype", "scales", "named"), [
+    (torch.float32, torch.float8_e4m3fn, {}, "need a float16 or bfloat16 query"),
+    (torch.float16, torch.float8_e5m2, {"k_scale": torch.ones(3)}, "one value per key/value"),
+    (torch.float16, torch.float16, {"v_scale": 2.0}, "leave them at 1"),
+])
+def test_float8_misuse_raises_one_clear_error(query_dtype: torch.dtype, kv_dtype: torch.dtype,
+                                              scales: dict, named: str) -> None:
+    q = torch.randn(1, 2, 8, 64).to(query_dtype)
+    k = v = torch.randn(1, 2, 8, 64).to(kv_dtype)
+    with pytest.raises(InvalidProblem, match="supports CPU tensors") as raised:
+        xt.scaled_dot_product_attention(q, k, v, **scales)
+    assert named in str(raised.value) and "\n" not in str(raised.value)

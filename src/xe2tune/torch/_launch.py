@@ -35,6 +35,8 @@ from xe2tune.kernels import (
 # allocator aligns storages); a view starting elsewhere (a slice mid-row) is copied.
 ALIGNMENT = 64
 DTYPES = {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float32: "fp32"}
+# FP8 K/V (with float16/bfloat16 queries), dequantized by a scale per tensor or per KV head.
+KV_DTYPES = {torch.float8_e4m3fn: "e4m3", torch.float8_e5m2: "e5m2"}
 CPU_DEVICE = "opencl:cpu"
 
 
@@ -66,8 +68,9 @@ def pieces(q_len: int, kv_len: int, causal: bool) -> tuple[Piece, ...]:
 
 
 def piece_problem(shape_q: tuple[int, ...], shape_k: tuple[int, ...], dtype: str,
-                  piece: Piece) -> ProblemSpec:
-    """The kernels' problem for one piece of [b, s, h, d] q and k.
+                  piece: Piece, head_dim_v: int, kv_dtype: str | None) -> ProblemSpec:
+    """The kernels' problem for one piece of [b, s, h, d] q and k (v with ``head_dim_v``
+    columns, K/V in ``kv_dtype``: None for q's dtype, else an FP8 format).
 
     Raises:
         InvalidProblem: for shapes, dtypes or head dims the kernels do not support.
@@ -77,7 +80,8 @@ def piece_problem(shape_q: tuple[int, ...], shape_k: tuple[int, ...], dtype: str
     keys = len(range(shape_k[1])[piece.keys])
     return ProblemSpec(mode=ProblemSpec.choose_mode(rows), head_dim=head_dim, dtype=dtype,
                        q_len=rows, kv_len=keys, heads_q=heads_q, heads_kv=shape_k[2],
-                       batch=batch, causal=piece.causal)
+                       batch=batch, causal=piece.causal, head_dim_v=head_dim_v,
+                       kv_dtype=kv_dtype)
 
 
 @cache
@@ -159,11 +163,14 @@ def _launch(problem: ProblemSpec, config: str | None, scale: float | None,
 
 
 def attend(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, *, causal: bool,
-           scale: float | None, config: str | None) -> torch.Tensor:
+           scale: float | None, config: str | None,
+           kv_scale: torch.Tensor | None = None) -> torch.Tensor:
     """SDPA of CPU tensors in torch's [b, h, s, d] layout, causal aligned top-left as torch does.
 
-    Returns [b, h, q_len, Dv] viewing [b, q_len, h, Dv] storage (the kernels' layout), as
-    torch's flash-attention backends return it. ``config`` as :func:`encode_config` gives it.
+    Value may have its own head dim Dv; FP8 key/value come with ``kv_scale`` [2, heads_kv]
+    float32 (K's then V's scale per KV head). Returns [b, h, q_len, Dv] viewing [b, q_len, h, Dv]
+    storage (the kernels' layout), as torch's flash-attention backends return it. ``config`` as
+    :func:`encode_config` gives it.
 
     Raises:
         InvalidProblem, InvalidConfig, KernelCompileError, LaunchResourceError.
@@ -171,13 +178,15 @@ def attend(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, *, causa
     q, k, v = (t.transpose(1, 2) for t in (query, key, value))
     batch, q_len, heads_q, _ = q.shape
     out = torch.empty((batch, q_len, heads_q, v.shape[-1]), dtype=q.dtype, device=q.device)
+    extra = {} if kv_scale is None else {"kv_scale": kernel_operand(kv_scale)}
     for piece in pieces(q_len, k.shape[1], causal):
-        problem = piece_problem(tuple(q.shape), tuple(k.shape), DTYPES[q.dtype], piece)
+        problem = piece_problem(tuple(q.shape), tuple(k.shape), DTYPES[q.dtype], piece,
+                                v.shape[-1], KV_DTYPES.get(k.dtype))
         o = out[:, piece.rows]
         o_kernel = o if zero_copy(o) else torch.empty_like(o, memory_format=torch.contiguous_format)
         _launch(problem, config, scale, {
             "q": kernel_operand(q[:, piece.rows]), "k": kernel_operand(k[:, piece.keys]),
-            "v": kernel_operand(v[:, piece.keys]), "o": o_kernel,
+            "v": kernel_operand(v[:, piece.keys]), "o": o_kernel, **extra,
         })
         if o_kernel is not o:
             o.copy_(o_kernel)
