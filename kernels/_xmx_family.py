@@ -122,9 +122,6 @@ class XmxFamilyBase(SdpaFamilyBase):
     def _dtype_reason(self, problem: ProblemSpec) -> str | None:
         if problem.dtype not in SERVED_DTYPES:
             return f"{self.name} serves {'/'.join(SERVED_DTYPES)}, not {problem.dtype}"
-        if problem.kv_dtype is not None:
-            return (f"{self.name} reads K/V in Q's dtype; FP8 K/V ({problem.kv_dtype}) run in "
-                    "the vector-lane families sdpa_prefill and sdpa_decode")
         if problem.head_dim_v > problem.head_dim:
             # The combine chunk [BQ, Dv / 2] fp32 reuses the local memory of Q [BQ, D].
             return (f"{self.name} needs Dv <= D (the combine reuses Q's local memory); got "

@@ -10,6 +10,7 @@ from xe2tune.kernels._config import LauncherConfig
 from xe2tune.kernels._device_caps import DeviceCaps
 from xe2tune.kernels._family import KernelLaunch, LaunchPlan
 from xe2tune.kernels._problem import ProblemSpec
+from xe2tune.kernels._sdpa_family import kv_scale_args
 from xe2tune.kernels._xmx_family import XmxFamilyBase, uses_native_builtins
 
 
@@ -81,8 +82,10 @@ class XmxPrefillFamily(XmxFamilyBase):
         launch = KernelLaunch(
             kernel=self.kernel_names[0],
             args=("q", "k", "v", "o", problem.q_len, problem.kv_len, problem.heads_q,
-                  problem.heads_kv, self.qscale(problem, scale), int(problem.causal)),
-            arg_types=("buffer",) * 4 + ("int",) * 4 + ("float", "int"),
+                  problem.heads_kv, self.qscale(problem, scale), int(problem.causal),
+                  *kv_scale_args(problem)),
+            arg_types=("buffer",) * 4 + ("int",) * 4 + ("float", "int")
+            + ("buffer",) * len(kv_scale_args(problem)),
             global_size=(problem.batch * problem.heads_kv, row_tiles * items),
             local_size=(1, items),
         )

@@ -36,6 +36,15 @@ sycl::vec<std::uint16_t, W> half_bits(const e4m3 *p) {
          ((b & u16(0x7F)) << static_cast<std::uint16_t>(7));
 }
 
+// One FP8 element as fp32, exactly (the same shifts, one lane at a time).
+inline float to_float(e5m2 x) {
+  return static_cast<float>(sycl::bit_cast<half_t>(static_cast<std::uint16_t>(x.bits << 8)));
+}
+inline float to_float(e4m3 x) {
+  const auto bits = static_cast<std::uint16_t>(((x.bits & 0x80) << 8) | ((x.bits & 0x7F) << 7));
+  return static_cast<float>(sycl::bit_cast<half_t>(bits)) * 256.0f;  // 2^(15 - 7)
+}
+
 // The K/V loader of the vector-lane mainloop for FP8 elements (Operands<KvVariant<...>>).
 template <int W>
 struct VecLoads {

@@ -1,6 +1,7 @@
-// The K/V variants of the vector-lane kernels, included by sdpa_config.hpp only for builds that
-// define XE2T_DV (latent attention: V's head dim Dv differs from D) or XE2T_KV (FP8 K/V). MHA/GQA
-// builds never see this file: their mainloop is instantiated on the element type itself.
+// The K/V variants of both kernel families, included by sdpa_config.hpp and sdpa_xmx_config.hpp
+// only for builds that define XE2T_DV (latent attention: V's head dim Dv differs from D) or
+// XE2T_KV (FP8 K/V). MHA/GQA builds never see this file: their mainloops are instantiated on the
+// element type itself.
 //
 // FP8 K/V (XE2T_KV 1 = e4m3, 2 = e5m2, OCP float8) are one byte per element, converted to fp32
 // as they are loaded; the dequantization scales never touch an element: the kernels take

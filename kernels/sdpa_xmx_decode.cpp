@@ -14,9 +14,10 @@
 namespace syclext = sycl::ext::oneapi;
 
 XE2T_XMX_KERNEL
-void xe2t_xmx_decode_split(const xe2t_elem *q, const xe2t_elem *k, const xe2t_elem *v,
+void xe2t_xmx_decode_split(const xe2t_elem *q, const xe2t_kv *k, const xe2t_kv *v,
                            float *part_o, float *part_ml, int q_len, int kv_len, int heads_q,
-                           int heads_kv, float qscale, int causal, int kv_chunk) {
+                           int heads_kv, float qscale, int causal,
+                           int kv_chunk XE2T_KV_SCALE_PARAM) {
   using xe2t::xmx::kM;
   using xe2t::xmx::kN;
   static syclexp::work_group_static<float[Mainloop::LOCAL_FLOATS]> local;
@@ -26,7 +27,8 @@ void xe2t_xmx_decode_split(const xe2t_elem *q, const xe2t_elem *k, const xe2t_el
   const int sgid = static_cast<int>(sg.get_group_linear_id());
   const int sq = sgid % XmxShape::SGQ;
   const int sk = sgid / XmxShape::SGQ;
-  const xe2t::Geometry g{q_len, kv_len, heads_q, heads_kv, heads_q / heads_kv, causal, qscale};
+  const xe2t::Geometry g{q_len, kv_len, heads_q, heads_kv, heads_q / heads_kv, causal,
+                         qscale XE2T_KV_K_SCALE(bh % heads_kv)};
   const auto slice = Mainloop::Slice::of(q, k, v, g, bh / heads_kv, bh % heads_kv);
   const auto sm = Mainloop::Smem::of(&local[0]);
 
@@ -68,7 +70,8 @@ void xe2t_xmx_decode_split(const xe2t_elem *q, const xe2t_elem *k, const xe2t_el
 
 extern "C" SYCL_EXT_ONEAPI_FUNCTION_PROPERTY((syclexp::nd_range_kernel<2>))
 void xe2t_xmx_decode_combine(const float *part_o, const float *part_ml, xe2t_elem *o, int q_len,
-                             int kv_len, int heads_q, int heads_kv, int kv_chunk) {
+                             int kv_len, int heads_q, int heads_kv,
+                             int kv_chunk XE2T_KV_SCALE_PARAM) {
   const auto it = syclext::this_work_item::get_nd_item<2>();
   const int group = heads_q / heads_kv;
   const int rows = q_len * group;
@@ -93,5 +96,6 @@ void xe2t_xmx_decode_combine(const float *part_o, const float *part_ml, xe2t_ele
   const int b = bh / heads_kv;
   const int hkv = bh % heads_kv;
   o[((static_cast<size_t>(b) * q_len + row / group) * heads_q + hkv * group + row % group) *
-        XmxShape::DV + col] = xe2t::xmx::from_float<xe2t_elem>(l > 0.0f ? acc / l : 0.0f);
+        XmxShape::DV + col] =
+      xe2t::xmx::from_float<xe2t_elem>((l > 0.0f ? acc / l : 0.0f) XE2T_KV_V_SCALE(hkv));
 }

@@ -47,8 +47,7 @@ struct XeDefault {};
 template <class T_, int D_, int BQ_, int BK_, int BD_, int BV_, int SGQ_, int SGK_>
 struct Shape {
   using T = typename Operands<T_, D_>::Q;
-  static_assert(std::is_same_v<T, typename Operands<T_, D_>::KV>,
-                "the xmx family reads K and V in Q's element type");
+  using KV = typename Operands<T_, D_>::KV;  // T, or an FP8 element (sdpa_xmx_fp8.hpp)
   static constexpr int D = D_, DV = Operands<T_, D_>::DV, BQ = BQ_, BK = BK_, BD = BD_, BV = BV_;
   static constexpr int SGQ = SGQ_, SGK = SGK_, NSG = SGQ * SGK;
   static constexpr int RPS = BQ / SGQ, KS = BK / SGK;  // rows and keys of one subgroup
@@ -73,6 +72,13 @@ struct Shape {
                                             regs(RPS * KS * 2) + regs(RPS * DV * 4);
 };
 
+// The tile ops that load K and V fragments: the tile ops themselves for K/V in Q's element
+// type; FP8 K/V builds specialize this in sdpa_xmx_fp8.hpp (their own loaders).
+template <class Ops, class KV>
+struct KvLoadsOf {
+  using type = Ops;
+};
+
 template <class Dispatch, class Ops, class S>
 struct XmxMainloop {
   static_assert(sizeof(Dispatch) == 0, "no xmx mainloop specialization for this dispatch policy");
@@ -81,6 +87,8 @@ struct XmxMainloop {
 template <int Stages, class Ops, class S>
 struct XmxMainloop<XeDefault<Stages>, Ops, S> {
   using T = typename S::T;
+  using KV = typename S::KV;
+  using KvLoads = typename KvLoadsOf<Ops, KV>::type;
   using RowVec = typename Ops::RowVec;
   static constexpr int MF = S::MF, NF = S::NF, NDV = S::DV / kN, D = S::D, DV = S::DV;
   static_assert(Stages >= 0, "Stages is a prefetch distance >= 0");
@@ -93,11 +101,11 @@ struct XmxMainloop<XeDefault<Stages>, Ops, S> {
   // The (batch, KV head) slice: Q row R of the packed rows, K and V.
   struct Slice {
     const T *q;  // Q[b, 0, hkv * G, 0]
-    Rows<T> k;
-    Rows<T> v;
+    Rows<KV> k;
+    Rows<KV> v;
     const Geometry *g;
 
-    static Slice of(const T *q, const T *k, const T *v, const Geometry &g, int b, int hkv) {
+    static Slice of(const T *q, const KV *k, const KV *v, const Geometry &g, int b, int hkv) {
       const size_t q_off = (static_cast<size_t>(b) * g.q_len * g.heads_q + hkv * g.group) * D;
       const size_t kv_off = (static_cast<size_t>(b) * g.kv_len * g.heads_kv + hkv) * D;
       const size_t pitch = static_cast<size_t>(g.heads_kv) * D;
@@ -168,14 +176,17 @@ struct XmxMainloop<XeDefault<Stages>, Ops, S> {
   // K and V of block kb towards the caches, once per work-group: its 2D block prefetch
   // messages (PR rows x 32 columns) dealt round-robin to the NSG subgroups.
   static void prefetch_block(sycl::sub_group sg, const Slice &s, int kb, int sgid) {
-    constexpr int PR = S::BK % 32 == 0 ? 32 : 16;
-    constexpr int K_MSGS = S::BK / PR * (D / 32), V_MSGS = S::BK / PR * (DV / 32);
-    const xe::Surface k = Ops::surface(s.k), v = Ops::surface(s.v);
-    for (int i = sgid; i < K_MSGS + V_MSGS; i += S::NSG) {
-      const bool is_v = i >= K_MSGS;
-      const int j = is_v ? i - K_MSGS : i, cols = (is_v ? DV : D) / 32;
-      Ops::Builtins::template prefetch<PR>(sg, is_v ? v : k, j % cols * 32,
-                                           kb * S::BK + j / cols * PR);
+    // The 16-bit prefetch messages address T columns; FP8 K/V rows are not prefetched.
+    if constexpr (std::is_same_v<KV, T>) {
+      constexpr int PR = S::BK % 32 == 0 ? 32 : 16;
+      constexpr int K_MSGS = S::BK / PR * (D / 32), V_MSGS = S::BK / PR * (DV / 32);
+      const xe::Surface k = Ops::surface(s.k), v = Ops::surface(s.v);
+      for (int i = sgid; i < K_MSGS + V_MSGS; i += S::NSG) {
+        const bool is_v = i >= K_MSGS;
+        const int j = is_v ? i - K_MSGS : i, cols = (is_v ? DV : D) / 32;
+        Ops::Builtins::template prefetch<PR>(sg, is_v ? v : k, j % cols * 32,
+                                             kb * S::BK + j / cols * PR);
+      }
     }
   }
 
@@ -234,7 +245,7 @@ struct XmxMainloop<XeDefault<Stages>, Ops, S> {
         XE2T_XMX_FRAGMENT_LOOP
         for (int nf = 0; nf < NF; ++nf) {
           typename Ops::B kt;
-          Ops::load_kt(sg, kt, s.k, key0 + nf * kN, d0 + kk * kK);
+          KvLoads::load_kt(sg, kt, s.k, key0 + nf * kN, d0 + kk * kK);
           XE2T_XMX_FRAGMENT_LOOP
           for (int mf = 0; mf < MF; ++mf) Ops::mad(sg, sc[mf][nf], qa[mf][kk], kt);
         }
@@ -283,7 +294,7 @@ struct XmxMainloop<XeDefault<Stages>, Ops, S> {
         XE2T_XMX_FRAGMENT_LOOP
         for (int nf = 0; nf < NF; ++nf) {
           typename Ops::B vb;
-          Ops::load_v(sg, vb, s.v, key0 + nf * kK, vv * S::BV + nn * kN);
+          KvLoads::load_v(sg, vb, s.v, key0 + nf * kK, vv * S::BV + nn * kN);
           XE2T_XMX_FRAGMENT_LOOP
           for (int mf = 0; mf < MF; ++mf)
             Ops::mad(sg, st.o[mf][vv * (S::BV / kN) + nn], p[mf][nf], vb);

@@ -18,6 +18,7 @@ namespace xe2t::xmx {
 template <class T>
 struct XeTileOps {
   using Builtins = xe::Builtins;
+  using Elem = T;
   using Acc = xe::Frag8;  // C[r][lane]
   using A = xe::Half8;    // A[r][lane], bits of T
   using B = xe::Pair8;    // B[2p][lane] | B[2p + 1][lane] << 16, bits of T

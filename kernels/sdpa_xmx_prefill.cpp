@@ -9,9 +9,9 @@
 namespace syclext = sycl::ext::oneapi;
 
 XE2T_XMX_KERNEL
-void xe2t_xmx_prefill(const xe2t_elem *q, const xe2t_elem *k, const xe2t_elem *v, xe2t_elem *o,
+void xe2t_xmx_prefill(const xe2t_elem *q, const xe2t_kv *k, const xe2t_kv *v, xe2t_elem *o,
                       int q_len, int kv_len, int heads_q, int heads_kv, float qscale,
-                      int causal) {
+                      int causal XE2T_KV_SCALE_PARAM) {
   using xe2t::xmx::kM;
   using xe2t::xmx::kN;
   static syclexp::work_group_static<float[Mainloop::LOCAL_FLOATS]> local;
@@ -22,7 +22,8 @@ void xe2t_xmx_prefill(const xe2t_elem *q, const xe2t_elem *k, const xe2t_elem *v
   const int sgid = static_cast<int>(sg.get_group_linear_id());
   const int sq = sgid % XmxShape::SGQ;
   const int sk = sgid / XmxShape::SGQ;
-  const xe2t::Geometry g{q_len, kv_len, heads_q, heads_kv, heads_q / heads_kv, causal, qscale};
+  const xe2t::Geometry g{q_len, kv_len, heads_q, heads_kv, heads_q / heads_kv, causal,
+                         qscale XE2T_KV_K_SCALE(hkv)};
   const auto slice = Mainloop::Slice::of(q, k, v, g, b, hkv);
   const auto sm = Mainloop::Smem::of(&local[0]);
 
@@ -42,7 +43,8 @@ void xe2t_xmx_prefill(const xe2t_elem *q, const xe2t_elem *k, const xe2t_elem *v
   // Rows that see no key at all (causal, q_len > kv_len) have l = 0 and output 0, as FA2.
   float inv[XmxShape::MF];
   XE2T_XMX_FRAGMENT_LOOP
-  for (int mf = 0; mf < XmxShape::MF; ++mf) inv[mf] = st.l[mf] > 0.0f ? 1.0f / st.l[mf] : 0.0f;
+  for (int mf = 0; mf < XmxShape::MF; ++mf)
+    inv[mf] = (st.l[mf] > 0.0f ? 1.0f / st.l[mf] : 0.0f) XE2T_KV_V_SCALE(hkv);
   xe2t_elem *const o_slice = o + slice.o_offset(q, 0);
   if (g.group == 1 || g.heads_kv == 1) {
     // MHA and MQA keep the packed rows at one pitch in O (heads_q * Dv, or Dv): the tile is a

@@ -6,8 +6,8 @@ Tolerances: those of Q/O's dtype (kernels/_tolerance.py): the reference takes th
 the kernel is given, exactly dequantized, so what remains is the kernel's fp32 arithmetic and
 the output's rounding; the quantization error of FP8 itself is the caller's choice and not
 the kernel's. Each build (family, config, defines) serves several problems; shapes are small.
-The xmx family's latent cases run in tests/test_xmx_correctness.py (its emulated built-ins
-need a process of their own); it refuses FP8 K/V (test below).
+The xmx family's latent and FP8 cases run in tests/test_xmx_correctness.py (its emulated
+built-ins need a process of their own).
 """
 
 from __future__ import annotations
@@ -156,11 +156,9 @@ def test_sdpa_refuses_bad_fp8_inputs_in_one_line(cpu_queue, kwargs, arrays, mess
 
 def test_xmx_families_refuse_what_they_do_not_serve_with_one_reason():
     b580 = catalog_device("b580").caps
-    fp8 = P("decode", 128, "fp16", 1, 4096, 8, 8, kv="e4m3")
     latent_decode = P("decode", 576, "bf16", 1, 4096, 16, 1)
     wide_v = P("prefill", 128, "fp16", 64, 64, 8, 8, dv=256)
-    for family, problem, reason in ((XmxDecodeFamily(), fp8, "FP8 K/V"),
-                                    (XmxDecodeFamily(), latent_decode, "Dv 512"),
+    for family, problem, reason in ((XmxDecodeFamily(), latent_decode, "Dv 512"),
                                     (XmxPrefillFamily(), wide_v, "needs Dv <= D")):
         with pytest.raises(InvalidProblem, match=reason):
             family.default_config(problem, b580)

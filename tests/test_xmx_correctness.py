@@ -7,7 +7,8 @@ the configs once; every case is then asserted here. The grid: head dims 64/96/12
 fp16/bf16 with the family default on this device, q_len != kv_len, lengths 1/17/129/1000, GQA
 ratios 1/4/8, causal (including q_len > kv_len: rows that see no key output 0) and not,
 batch 2, decode q_len 1/5/16, latent attention (D 192 / Dv 128 prefill, D 576 / Dv 512 decode
-with one KV head for 16 query heads), and non-default configs (sg_k 2 and 4, VTILES 1 to 8, stages 0
+with one KV head for 16 query heads), FP8 K/V (e4m3, e5m2; fp16 and bf16 Q), and non-default
+configs (sg_k 2 and 4, VTILES 1 to 8, stages 0
 and 2, 4 row fragments per subgroup).
 """
 
@@ -31,9 +32,10 @@ WORKERS = 2
 TIMEOUT_S = 1800
 
 
-def P(mode, d, dtype, q_len, kv_len, hq, hkv, causal=False, batch=1, dv=None):  # noqa: N802
+def P(mode, d, dtype, q_len, kv_len, hq, hkv, causal=False, batch=1, dv=None,  # noqa: N802
+      kv=None):
     return ProblemSpec(mode, d, dtype, q_len, kv_len, heads_q=hq, heads_kv=hkv, batch=batch,
-                       causal=causal, head_dim_v=dv)
+                       causal=causal, head_dim_v=dv, kv_dtype=kv)
 
 
 # (build label, params or None for the family default, problems sharing that build)
@@ -69,6 +71,14 @@ DEFAULT_BUILDS = [
     ("decode-576-512-bf16", None, [P("decode", 576, "bf16", 1, 1000, 16, 1, dv=512),
                                    P("decode", 576, "bf16", 2, 129, 16, 1, causal=True,
                                      dv=512)]),
+    # FP8 K/V (per-KV-head scales from make_inputs), converted to Q's dtype after the load
+    ("prefill-64-fp16-e4m3", None, [P("prefill", 64, "fp16", 40, 77, 4, 2, causal=True,
+                                      kv="e4m3")]),
+    ("prefill-128-bf16-e5m2", None, [P("prefill", 128, "bf16", 129, 50, 4, 4, batch=2,
+                                       kv="e5m2")]),
+    ("decode-128-bf16-e4m3", None, [P("decode", 128, "bf16", 1, 1000, 8, 2, kv="e4m3")]),
+    ("decode-64-fp16-e5m2", None, [P("decode", 64, "fp16", 5, 129, 8, 1, causal=True,
+                                     kv="e5m2")]),
 ]
 NON_DEFAULT_BUILDS = [
     # 4 row fragments and 2 key fragments per subgroup, 2 x 2 subgroups, VTILES 8, no prefetch
@@ -139,6 +149,8 @@ def test_grid_covers_what_it_claims():
     assert {p.head_dim for p in problems} == {64, 96, 128, 192, 256, 576}
     assert {(p.head_dim, p.head_dim_v) for p in problems if p.is_mla} == {(192, 128), (576, 512)}
     assert any(p.is_mla and p.heads_kv == 1 and p.heads_q == 16 for p in problems)
+    assert {(p.mode, p.kv_dtype) for p in problems if p.kv_dtype} == {
+        (m, k) for m in ("prefill", "decode") for k in ("e4m3", "e5m2")}
     assert {p.dtype for p in problems} == {"fp16", "bf16"}
     assert {p.group_size for p in problems} >= {1, 4, 8}
     assert {p.q_len for p in problems if p.mode == "decode"} >= {1, 5, 16}
