@@ -50,6 +50,11 @@ PREFETCH_COLUMNS = 32  # 16-bit columns of one 2D block prefetch message
 # and for the rest of the subgroup's state (C++ checks only the fragments: FRAGMENT_REGISTERS).
 ROW_STATE_REGS = 2
 RESERVED_REGS = 12
+# FP8 K/V loaders (sdpa_xmx_fp8.hpp) hold a K row's bytes and conversion temporaries beside the
+# fragments. Measured with IGC 2.40 for bmg, hd128 prefill: SageV1 (footprint 256 of 256)
+# spills 4.2-4.4 KB with e4m3/e5m2 K/V, the SYCL*TLA example (208) and the 8-row fallback (110)
+# do not; decode's default (8 rows, 64-key shares) does not either.
+FP8_LOADER_REGS = 16
 
 PARAMS = ("bq", "bk", "bd", "bv", "sg_q", "sg_k", "stages", "grf")
 
@@ -211,14 +216,16 @@ class XmxFamilyBase(SdpaFamilyBase):
         """64-byte registers one subgroup needs, as validation estimates them.
 
         :meth:`fragment_registers`, plus ROW_STATE_REGS per 8-row fragment (its row max, sum,
-        rescale and last key, one register each, not all live at once) and RESERVED_REGS for
-        K/V operands, addresses and the thread payload. The two constants are fitted to IGC
-        2.40's allocation for bmg (benchmarks/xe2_compile_sample.py; the README's table): the
-        smallest that leave no sampled config the model accepts spilling.
+        rescale and last key, one register each, not all live at once), RESERVED_REGS for
+        K/V operands, addresses and the thread payload, and FP8_LOADER_REGS with FP8 K/V. The
+        first two constants are fitted to IGC 2.40's allocation for bmg
+        (benchmarks/xe2_compile_sample.py; the README's table): the smallest that leave no
+        sampled config the model accepts spilling.
         """
         rows = config.bq // config.subgroup_layout[0]
+        fp8 = FP8_LOADER_REGS if problem.kv_dtype is not None else 0
         return (cls.fragment_registers(config, problem) + ROW_STATE_REGS * (rows // DPAS_M)
-                + RESERVED_REGS)
+                + RESERVED_REGS + fp8)
 
     @staticmethod
     def expected_matrix_mads(config: LauncherConfig, problem: ProblemSpec) -> int:

@@ -12,6 +12,7 @@ Without the compiler these tests skip with the reason, except under CI, which in
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -102,6 +103,37 @@ def test_baselines_and_defaults_compile_without_spills_on_dpas_and_2d_loads(
             assert loop.global_loads == loop.global_stores == loop.scratch_messages == 0
             if config.stages > 0:
                 assert loop.block2d_prefetches >= 1, kernel.text()
+
+
+def _fp8_cases():
+    b580 = catalog_device("b580").caps
+    cases = []
+    for family, problem in (
+            (PREFILL, dataclasses.replace(prefill(128, "fp16"), kv_dtype="e4m3")),
+            (PREFILL, dataclasses.replace(prefill(64, "bf16"), kv_dtype="e5m2", heads_kv=2)),
+            (DECODE, dataclasses.replace(decode(128, "bf16"), kv_dtype="e4m3")),
+            (DECODE, dataclasses.replace(decode(128, "fp16"), kv_dtype="e5m2"))):
+        cases.append(pytest.param(family, problem, family.default_config(problem, b580),
+                                  id=f"{problem.mode}-hd{problem.head_dim}-{problem.dtype}-"
+                                     f"{problem.kv_dtype}-default"))
+    return cases
+
+
+@pytest.mark.parametrize("family,problem,config", _fp8_cases())
+def test_fp8_kv_defaults_compile_without_spills_on_dpas(family, problem, config):
+    """FP8 K/V: the same DPAS as the fp16/bf16 kernels (K/V converted after the load), their
+    own loads (plain per-lane loads, no 2D block load), no spills on bmg and lnl-m."""
+    caps = catalog_device("b580").caps
+    capture = capture_spirv(family.plan(config, problem, caps), timeout_s=TIMEOUT_S)
+    jobs = [IsaJob(image, module, target) for target in TARGETS
+            for image, module in zip(capture.images, capture.modules, strict=True)]
+    for report in compile_isa_all(jobs, timeout_s=TIMEOUT_S):
+        assert report.verdict is Verdict.COMPILED, report.text()
+        for kernel in report.kernels:
+            assert kernel.spill_bytes == 0 and not kernel.private_bytes, kernel.text()
+            if kernel.kernel == family.kernel_names[0]:
+                assert kernel.counts.dpas == family.expected_matrix_mads(config, problem)
+                assert kernel.counts.block2d_loads == 0 and kernel.counts.scratch_messages == 0
 
 
 def test_igc_still_crashes_on_joint_matrix_apply_to_a_struct_member():
