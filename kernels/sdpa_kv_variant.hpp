@@ -3,10 +3,11 @@
 // XE2T_KV (FP8 K/V). MHA/GQA builds never see this file: their mainloops are instantiated on the
 // element type itself.
 //
-// FP8 K/V (XE2T_KV 1 = e4m3, 2 = e5m2, OCP float8) are one byte per element, converted to fp32
-// as they are loaded; the dequantization scales never touch an element: the kernels take
-// kv_scale [2, heads_kv] (K scales, then V scales; a per-tensor scale is one value repeated) and
-// fold KV head h's K scale into its Q scale and its V scale into the output normalization.
+// FP8 K/V (XE2T_KV 1 = e4m3, 2 = e5m2, OCP float8) are one byte per element, converted as they
+// are loaded (to fp32 here, to Q's type in the xmx family); the dequantization scales never
+// touch an element: the kernels take kv_scale [2, heads_kv] (K scales, then V scales; a
+// per-tensor scale is one value repeated) and fold KV head h's K scale into its Q scale and its
+// V scale into the output normalization.
 #pragma once
 
 #include "sdpa_fp8.hpp"
@@ -35,6 +36,7 @@ using xe2t_kv = xe2t::fp8::e5m2;
 template <int W>
 using xe2t_kv_loader = xe2t::fp8::VecLoads<W>;
 #define XE2T_KV_SCALE_PARAM , const float *kv_scale
-#define XE2T_KV_K_SCALE(hkv) *kv_scale[(hkv)]
-#define XE2T_KV_V_SCALE(hkv) *kv_scale[heads_kv + (hkv)]
+// The loaders give value / kRebias (sdpa_fp8.hpp): the factor joins the scales.
+#define XE2T_KV_K_SCALE(hkv) *(kv_scale[(hkv)] * xe2t_kv::kRebias)
+#define XE2T_KV_V_SCALE(hkv) *(kv_scale[heads_kv + (hkv)] * xe2t_kv::kRebias)
 #endif

@@ -1,7 +1,8 @@
 // FP8 K/V loaders of the xmx family, included by sdpa_xmx_config.hpp only for builds that define
 // XE2T_KV (1 = e4m3, 2 = e5m2): the MHA/GQA kernels never see this file. Xe2's DPAS takes no FP8
 // operand, so each fragment is converted to Q's element type in registers after the load, by
-// bit shifts into fp16 (sdpa_fp8.hpp), exact for e4m3 and e5m2 in fp16 and bf16.
+// bit shifts into fp16 (sdpa_fp8.hpp), exact for e4m3 and e5m2 in fp16 and bf16 (e4m3 as
+// value / 2^8, the factor folded into the scales).
 //
 // The loads are plain per-lane loads (the Xe built-ins' 2D block messages move 16- and 32-bit
 // elements in the layouts the 16-bit tile ops use): K^T, lane n reads the 16 bytes of key
@@ -24,17 +25,14 @@ struct Fp8Loads {
   using T = typename Ops::Elem;
   using B = typename Ops::B;
 
-  // The T bits of one FP8 element, exact: e5m2 is an fp16's top byte; e4m3 shifted into an
-  // fp16 is 2^-8 times its value (one fp16 multiply); a bf16 is the top half of the fp32.
+  // The T bits of one FP8 element's value / KV::kRebias, exact: the fp16 pattern itself, or
+  // for bf16 the top half of its fp32 value.
   static std::uint32_t bits(std::uint8_t x) {
-    if constexpr (std::is_same_v<T, half_t> && std::is_same_v<KV, fp8::e5m2>) {
-      return static_cast<std::uint32_t>(x) << 8;
-    } else if constexpr (std::is_same_v<T, half_t>) {
-      const auto h = static_cast<std::uint16_t>(((x & 0x80) << 8) | ((x & 0x7F) << 7));
-      return sycl::bit_cast<std::uint16_t>(
-          static_cast<half_t>(sycl::bit_cast<half_t>(h) * half_t(256.0f)));
+    const std::uint16_t h = fp8::half_bits(KV{x});
+    if constexpr (std::is_same_v<T, half_t>) {
+      return h;
     } else {
-      return sycl::bit_cast<std::uint32_t>(fp8::to_float(KV{x})) >> 16;
+      return sycl::bit_cast<std::uint32_t>(static_cast<float>(sycl::bit_cast<half_t>(h))) >> 16;
     }
   }
 
