@@ -17,16 +17,11 @@ using xe2t_elem = xe2t::bf16_t;
 // K/V elements and the mainloop's operands: MHA/GQA builds (no XE2T_DV, no XE2T_KV) instantiate
 // the mainloop on xe2t_elem itself; latent (XE2T_DV != XE2T_D) and FP8 K/V (XE2T_KV) builds on a
 // KvVariant (sdpa_kv_variant.hpp), so that code never reaches the MHA kernels.
-#if defined(XE2T_DV) || defined(XE2T_KV)
-#include "sdpa_kv_variant.hpp"
+#include "sdpa_kv_select.hpp"
+#if XE2T_KV_VARIANT
 using xe2t_operands = xe2t::KvVariant<xe2t_elem, xe2t_kv, XE2T_KV_DV, xe2t_kv_loader>;
 #else
-using xe2t_kv = xe2t_elem;
 using xe2t_operands = xe2t_elem;
-// FP8 K/V only: the kernels' K/V scale argument and where the scales apply (sdpa_kv_variant.hpp).
-#define XE2T_KV_SCALE_PARAM
-#define XE2T_KV_K_SCALE(hkv)
-#define XE2T_KV_V_SCALE(hkv)
 #endif
 
 using Mainloop = xe2t::SdpaMainloop<xe2t_operands, XE2T_D, XE2T_BQ, XE2T_BK, XE2T_BD, XE2T_BV,

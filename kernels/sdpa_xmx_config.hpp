@@ -22,16 +22,12 @@ using xe2t_elem = xe2t::bf16_t;
 using XmxOps = xe2t::xmx::XeTileOps<xe2t_elem>;
 // Latent attention (XE2T_DV != XE2T_D) and FP8 K/V (XE2T_KV) instantiate the shape on a
 // KvVariant; MHA/GQA builds (neither) on the element type itself, as before the variants.
-#if defined(XE2T_DV) || defined(XE2T_KV)
-#include "sdpa_kv_variant.hpp"  // xe2t_kv, XE2T_KV_DV and the FP8 scale macros
+#include "sdpa_kv_select.hpp"
+#if XE2T_KV_VARIANT
 #include "sdpa_xmx_fp8.hpp"
 using xe2t_operands = xe2t::KvVariant<xe2t_elem, xe2t_kv, XE2T_KV_DV, xe2t::VecTileOps>;
 #else
-using xe2t_kv = xe2t_elem;
 using xe2t_operands = xe2t_elem;
-#define XE2T_KV_SCALE_PARAM
-#define XE2T_KV_K_SCALE(hkv)
-#define XE2T_KV_V_SCALE(hkv)
 #endif
 using XmxShape = xe2t::xmx::Shape<xe2t_operands, XE2T_D, XE2T_BQ, XE2T_BK, XE2T_BD, XE2T_BV,
                                   XE2T_SG_Q, XE2T_SG_K>;
