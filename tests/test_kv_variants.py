@@ -18,7 +18,7 @@ import pytest
 
 import xe2tune
 from xe2tune.errors import InvalidProblem
-from xe2tune.harness import PlanExecutor
+from xe2tune.harness import BenchSettings, ConfigRunner, MeasureRequest, PlanExecutor
 from xe2tune.kernels import (
     ProblemSpec,
     build_program,
@@ -32,6 +32,7 @@ from xe2tune.kernels._decode import DecodeFamily
 from xe2tune.kernels._prefill import PrefillFamily
 from xe2tune.kernels._xmx_decode import XmxDecodeFamily
 from xe2tune.kernels._xmx_prefill import XmxPrefillFamily
+from xe2tune.measurement import TrialStatus
 
 pytestmark = pytest.mark.requires_xpu
 
@@ -103,6 +104,22 @@ def test_variant_matches_reference(cpu_queue, cpu_caps, family, params, problem)
     executor.launch_and_wait(buffers)
     report = check_output(problem, executor.read_output(buffers), reference_sdpa(problem, *inputs))
     assert report.passed, (str(config), report)
+
+
+@pytest.mark.parametrize("problem", [
+    P("decode", 576, "bf16", 1, 300, 16, 1, dv=512, kv="e5m2"),
+    P("prefill", 192, "fp16", 40, 77, 4, 2, causal=True, dv=128),
+], ids=["fp8-mla-decode", "mla-prefill"])
+def test_the_harness_verifies_and_times_variants_as_any_trial(cpu_queue, cpu_caps, problem):
+    """What search, bench and workers run: inputs (FP8 scales included), verification against
+    the reference, timing, through the harness's ConfigRunner."""
+    runner = ConfigRunner(cpu_queue, cpu_caps, None, BenchSettings(warmup=1, iterations=3,
+                                                                     time_budget_s=0.5))
+    family = DECODE if problem.mode == "decode" else PREFILL
+    result = runner.measure(MeasureRequest(family, problem, family.default_config(problem,
+                                                                                  cpu_caps)))
+    assert result.status is TrialStatus.OK and result.correctness.passed, result
+    assert len(result.timing.samples) >= 3
 
 
 def test_sdpa_takes_latent_v_and_fp8_kv_with_per_tensor_and_per_head_scales(cpu_queue):
