@@ -9,6 +9,7 @@ health and errors.
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from datetime import datetime
 from typing import Literal
 
@@ -57,11 +58,14 @@ class ProblemPublic(_Public):
     heads_kv: int
     batch: int
     causal: bool
+    head_dim_v: int = Field(description="V/O head dim Dv: head_dim except in MLA")
+    kv_dtype: Literal["e4m3", "e5m2"] | None = Field(
+        description="FP8 format K/V are stored in; null: K/V in dtype")
 
     @classmethod
     def from_spec(cls, spec: ProblemSpec) -> ProblemPublic:
-        """The public form of a problem."""
-        return cls.model_validate(spec.to_dict())
+        """The public form of a problem, Dv and kv_dtype always named."""
+        return cls.model_validate(asdict(spec))
 
 
 class BaselinePublic(_Public):

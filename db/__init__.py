@@ -43,12 +43,14 @@ from xe2tune.db._records import (
     LeaseRecord,
     MeasuredCeilings,
     MeasurementRecord,
+    ProblemGroup,
     ResultFilters,
     ResultRow,
     StudyRecord,
     SubmitOutcome,
     TrialEntry,
     TrialRow,
+    problem_group,
 )
 from xe2tune.db._sql_store import SqlResultStore
 from xe2tune.db._store import ResultStore
@@ -62,6 +64,8 @@ from xe2tune.db._worker_tokens import MintedToken, WorkerTokenRecord, WorkerToke
 
 __all__ = [
     "best_among",
+    "ProblemGroup",
+    "problem_group",
     "best_order",
     "names_device",
     "BUDGET_ATTR",
