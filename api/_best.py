@@ -7,11 +7,11 @@ from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from xe2tune.api.deps import IndexDep
 from xe2tune.api.schemas import BestPublic, ErrorPublic, ValidationErrorPublic
-from xe2tune.db import BestQuery
+from xe2tune.db import BestQuery, kv_dtype_conflict
 from xe2tune.kernels import HEAD_DIMS, HEAD_DIMS_V
 
 MAX_EXTENT = 2**31 - 1
@@ -45,6 +45,12 @@ class BestParams(BaseModel):
     batch: int | None = Field(default=None, ge=1, le=MAX_EXTENT)
     device: str | None = Field(default=None, max_length=200,
                                description="device name (any case) or id")
+
+    @model_validator(mode="after")
+    def _fp8_needs_a_16_bit_dtype(self) -> BestParams:
+        if (conflict := kv_dtype_conflict(self.dtype, self.kv_dtype)) is not None:
+            raise ValueError(conflict)
+        return self
 
     def to_query(self) -> BestQuery:
         """The store's query for these parameters."""

@@ -9,7 +9,6 @@ health and errors.
 
 from __future__ import annotations
 
-from dataclasses import asdict
 from datetime import datetime
 from typing import Literal
 
@@ -58,14 +57,19 @@ class ProblemPublic(_Public):
     heads_kv: int
     batch: int
     causal: bool
-    head_dim_v: int = Field(description="V/O head dim Dv: head_dim except in MLA")
+    # Left out at their defaults, as ProblemSpec.to_dict does: problems named before Dv and
+    # kv_dtype existed read as they did.
+    head_dim_v: int | None = Field(
+        default=None, exclude_if=lambda v: v is None,
+        description="V/O head dim Dv (latent attention); absent: head_dim")
     kv_dtype: Literal["e4m3", "e5m2"] | None = Field(
-        description="FP8 format K/V are stored in; null: K/V in dtype")
+        default=None, exclude_if=lambda v: v is None,
+        description="FP8 format K/V are stored in; absent: K/V in dtype")
 
     @classmethod
     def from_spec(cls, spec: ProblemSpec) -> ProblemPublic:
-        """The public form of a problem, Dv and kv_dtype always named."""
-        return cls.model_validate(asdict(spec))
+        """The public form of a problem."""
+        return cls.model_validate(spec.to_dict())
 
 
 class BaselinePublic(_Public):

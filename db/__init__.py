@@ -50,6 +50,7 @@ from xe2tune.db._records import (
     SubmitOutcome,
     TrialEntry,
     TrialRow,
+    kv_dtype_conflict,
     problem_group,
 )
 from xe2tune.db._sql_store import SqlResultStore
@@ -66,6 +67,7 @@ __all__ = [
     "best_among",
     "ProblemGroup",
     "problem_group",
+    "kv_dtype_conflict",
     "best_order",
     "names_device",
     "BUDGET_ATTR",

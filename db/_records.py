@@ -25,6 +25,14 @@ KvDType = Literal["e4m3", "e5m2"]
 ProblemGroup = tuple[str, int, int, str, str | None, bool]
 
 
+def kv_dtype_conflict(dtype: str, kv_dtype: str | None) -> str | None:
+    """Why an FP8 K/V format cannot go with this Q/O dtype (FP8 K/V converts to fp16/bf16 in
+    registers), None when it can."""
+    if kv_dtype is not None and dtype == "fp32":
+        return f"kv_dtype {kv_dtype} needs dtype fp16 or bf16, got fp32"
+    return None
+
+
 def problem_group(problem: ProblemSpec) -> ProblemGroup:
     """The group of a tuned problem: the part of it a best query must match exactly."""
     return (problem.mode, problem.head_dim, problem.head_dim_v, problem.dtype, problem.kv_dtype,
@@ -238,8 +246,9 @@ class BestQuery(_Record):
 
     head_dim: int
     dtype: Literal["fp16", "bf16", "fp32"]
-    head_dim_v: int | None = None
-    kv_dtype: KvDType | None = None
+    # left out of dumps when None, so queries that name neither echo as they did
+    head_dim_v: int | None = Field(default=None, exclude_if=lambda v: v is None)
+    kv_dtype: KvDType | None = Field(default=None, exclude_if=lambda v: v is None)
     seq: int = Field(ge=1)
     mode: Literal["prefill", "decode"] = "prefill"
     causal: bool = False
@@ -267,8 +276,8 @@ class BestQuery(_Record):
 
     @model_validator(mode="after")
     def _fp8_needs_a_16_bit_dtype(self) -> BestQuery:
-        if self.kv_dtype is not None and self.dtype == "fp32":
-            raise ValueError(f"kv_dtype {self.kv_dtype} needs dtype fp16 or bf16, got fp32")
+        if (conflict := kv_dtype_conflict(self.dtype, self.kv_dtype)) is not None:
+            raise ValueError(conflict)
         return self
 
     @property
