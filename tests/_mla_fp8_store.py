@@ -4,7 +4,7 @@ for, so an answer that crossed Dv or kv_dtype would win on every other count."""
 
 from __future__ import annotations
 
-from xe2tune.db import ResultStore
+from xe2tune.db import BestQuery, ResultStore
 from xe2tune.db.testing import launcher_config, ok_result, prefill, tune
 from xe2tune.kernels import LauncherConfig, ProblemSpec
 
@@ -39,3 +39,24 @@ def fill(store: ResultStore) -> dict[ProblemSpec, str]:
              family="sdpa_prefill" if problem.mode == "prefill" else "sdpa_decode")
         hashes[problem] = best.config_hash()
     return hashes
+
+
+# (query, the tuned problem that must answer it, or None: nothing of its group is tuned)
+CASES = [
+    (BestQuery(head_dim=192, dtype="fp16", seq=1024, heads_q=16), MHA_192),
+    (BestQuery(head_dim=192, head_dim_v=192, dtype="fp16", seq=1024), MHA_192),
+    (BestQuery(head_dim=192, head_dim_v=128, dtype="fp16", seq=1024), MLA_PREFILL),
+    (BestQuery(head_dim=192, head_dim_v=128, dtype="fp16", seq=4096), MLA_PREFILL),
+    (BestQuery(head_dim=192, head_dim_v=64, dtype="fp16", seq=4096), None),
+    (BestQuery(head_dim=128, dtype="fp16", seq=16384, mode="decode"), MHA_DECODE),
+    (BestQuery(head_dim=128, dtype="fp16", kv_dtype="e4m3", seq=4096, mode="decode"),
+     FP8_DECODE),
+    (BestQuery(head_dim=128, dtype="fp16", kv_dtype="e5m2", seq=4096, mode="decode"), None),
+    (BestQuery(head_dim=192, head_dim_v=128, dtype="bf16", seq=8192, mode="decode",
+               heads_q=128, heads_kv=1), MLA_DECODE[1]),
+    (BestQuery(head_dim=192, head_dim_v=128, dtype="bf16", seq=8192, mode="decode",
+               heads_q=16, heads_kv=1), MLA_DECODE[0]),
+    (BestQuery(head_dim=192, head_dim_v=128, dtype="bf16", kv_dtype="e5m2", seq=2048,
+               mode="decode", heads_q=16), FP8_MLA_DECODE),
+    (BestQuery(head_dim=192, dtype="bf16", seq=8192, mode="decode"), None),
+]

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from _mla_fp8_store import (
+    CASES,
     FP8_DECODE,
     FP8_MLA_DECODE,
     MHA_192,
@@ -47,27 +48,6 @@ def filled(backend_url: str) -> Iterator[tuple[ResultStore, dict[ProblemSpec, st
     hashes = fill(store)
     yield store, hashes
     store.close()
-
-
-# (query, the tuned problem that must answer it, or None: nothing of its group is tuned)
-CASES = [
-    (BestQuery(head_dim=192, dtype="fp16", seq=1024, heads_q=16), MHA_192),
-    (BestQuery(head_dim=192, head_dim_v=192, dtype="fp16", seq=1024), MHA_192),
-    (BestQuery(head_dim=192, head_dim_v=128, dtype="fp16", seq=1024), MLA_PREFILL),
-    (BestQuery(head_dim=192, head_dim_v=128, dtype="fp16", seq=4096), MLA_PREFILL),
-    (BestQuery(head_dim=192, head_dim_v=64, dtype="fp16", seq=4096), None),
-    (BestQuery(head_dim=128, dtype="fp16", seq=16384, mode="decode"), MHA_DECODE),
-    (BestQuery(head_dim=128, dtype="fp16", kv_dtype="e4m3", seq=4096, mode="decode"),
-     FP8_DECODE),
-    (BestQuery(head_dim=128, dtype="fp16", kv_dtype="e5m2", seq=4096, mode="decode"), None),
-    (BestQuery(head_dim=192, head_dim_v=128, dtype="bf16", seq=8192, mode="decode",
-               heads_q=128, heads_kv=1), MLA_DECODE[1]),
-    (BestQuery(head_dim=192, head_dim_v=128, dtype="bf16", seq=8192, mode="decode",
-               heads_q=16, heads_kv=1), MLA_DECODE[0]),
-    (BestQuery(head_dim=192, head_dim_v=128, dtype="bf16", kv_dtype="e5m2", seq=2048,
-               mode="decode", heads_q=16), FP8_MLA_DECODE),
-    (BestQuery(head_dim=192, dtype="bf16", seq=8192, mode="decode"), None),
-]
 
 
 def test_best_never_answers_across_dv_or_the_kv_dtype(filled) -> None:
