@@ -6,11 +6,11 @@ columns existed upgrade with their rows and answer their queries as before."""
 from __future__ import annotations
 
 import shutil
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from _cpp_dispatch import dispatch, expected_line
 from _mla_fp8_store import (
     CASES,
     FP8_DECODE,
@@ -29,14 +29,12 @@ from xe2tune.db import (
     BestQuery,
     ResultFilters,
     ResultStore,
-    export_cpp,
     export_json,
     load_json,
     migrate_database,
     open_store,
     problem_group,
 )
-from xe2tune.db._cpp import c_string
 from xe2tune.db._migrate import alembic_config
 from xe2tune.db.testing import launcher_config, ok_result, prefill, tune
 from xe2tune.kernels import ProblemSpec
@@ -86,55 +84,13 @@ def test_problems_round_trip_with_dv_and_kv_dtype(filled) -> None:
     assert (everything["head_dim_v"] == everything["head_dim"]).sum() == 2 * mha_problems
 
 
-MAIN = r"""
-#include "best_configs.hpp"
-#include <cstdio>
-using namespace xe2tune::tuned;
-static const Query kQueries[] = {%s};
-static const char* kMatch[] = {"none", "exact", "nearest", "ambiguous_device"};
-int main() {
-  for (const Query& q : kQueries) {
-    Match match = Match::none;
-    const LauncherConfig* c = select_config(q, &match);
-    if (c == nullptr) { std::printf("none\n"); continue; }
-    const Entry* e = nullptr;
-    for (const Entry& x : kEntries) if (&x.config == c) e = &x;
-    std::printf("%%s %%s %%d %%d\n", kMatch[int(match)], c->config_hash, e->problem.head_dim_v,
-                int(e->problem.kv_dtype));
-  }
-  return 0;
-}
-"""
-KV_DTYPE_VALUES = {None: 0, "e4m3": 1, "e5m2": 2}  # the header's KvDType enumerators
-
-
-def _cpp_query(query: BestQuery) -> str:
-    return (f"{{Mode::{query.mode}, {query.head_dim}, DType::{query.dtype}, "
-            f"{'true' if query.causal else 'false'}, {query.seq}, {query.q_len or 0}, "
-            f"{query.heads_q or 0}, {query.heads_kv or 0}, {query.batch or 0}, "
-            f"{c_string(query.device) if query.device else 'nullptr'}, "
-            f"{query.head_dim_v or 0}, KvDType::{query.kv_dtype or 'same'}}}")
-
-
 @pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
 def test_cpp_header_picks_the_entry_of_the_same_dv_and_kv_dtype(filled, tmp_path: Path) -> None:
     store, _ = filled
-    (tmp_path / "best_configs.hpp").write_text(export_cpp(store.best_per_problem()))
     queries = [query for query, _ in CASES]
-    (tmp_path / "main.cpp").write_text(MAIN % ",\n".join(map(_cpp_query, queries)))
-    subprocess.run(["g++", "-std=c++17", "-Wall", "-Wextra", "-Werror", "-pedantic", "-O1",
-                    "-o", str(tmp_path / "dispatch"), str(tmp_path / "main.cpp")],
-                   check=True, capture_output=True, text=True)
-    run = subprocess.run([str(tmp_path / "dispatch")], check=True, capture_output=True,
-                         text=True)
-    expected = []
-    for query in queries:
-        best = store.best(query)
-        expected.append("none" if best is None else
-                        f"{best.match} {best.config_hash} {best.problem.head_dim_v} "
-                        f"{KV_DTYPE_VALUES[best.problem.kv_dtype]}")
-    assert run.stdout.splitlines() == expected
-    assert sum(line != "none" for line in expected) == 9
+    answers = [expected_line(store, q) for q in queries]
+    assert dispatch(store.best_per_problem(), queries, tmp_path) == answers
+    assert sum(line != "none" for line in answers) == 9
 
 
 def _downgrade(url: str, revision: str) -> None:
