@@ -50,9 +50,9 @@ class StudyBest:
 
 def study_bests(session: Session, ids: list[int] | None, query: BestQuery | None = None, *,
                 changed_after: int | None = None) -> list[StudyBest]:
-    """Every study with at least one OK trial, narrowed to the query's group and
-    to the (device, problem) pairs with a study whose results changed after data version
-    ``changed_after``.
+    """Every study with at least one OK trial, narrowed to the query's group
+    (``BestQuery.group``) and to the (device, problem) pairs with a study whose results changed
+    after data version ``changed_after``.
 
     A study's best median is its newest confirmation round's, else its fastest OK trial's.
 
@@ -185,8 +185,8 @@ def names_device(wanted: str, name: str, device_id: int | None) -> bool:
 def best_among(tuned: Iterable[BestResult], query: BestQuery) -> BestResult | None:
     """What ``ResultStore.best`` answers for the query, chosen without a database read from
     the bests of ``ResultStore.best_per_problem`` read at the same data version (any subset
-    holding the query's group will do): the same device rule,
-    then the same nearest rule. None when nothing fits.
+    holding the query's group will do): the same device rule, then the same nearest rule. None
+    when nothing fits.
 
     Raises:
         StoreError: no device was asked for and candidates exist on several device names.
