@@ -13,9 +13,10 @@ import pytest
 from _api_fixtures import xe2tune_command
 from _mla_fp8_store import MLA_PREFILL, fill
 
+from xe2tune.cli._search import _print_final as print_final
 from xe2tune.db import open_store
 from xe2tune.errors import InvalidProblem
-from xe2tune.kernels import HEAD_DIMS, HEAD_DIMS_V, KV_DTYPES
+from xe2tune.kernels import HEAD_DIMS, HEAD_DIMS_V, KV_DTYPES, ProblemSpec
 from xe2tune.tuner import ProblemOverrides, default_problems
 from xe2tune.tuner._problems import (
     ABSORBED_MLA_HEAD_DIM_V,
@@ -144,3 +145,17 @@ def test_bad_dv_or_kv_dtype_is_one_line_naming_the_accepted(
     [line] = proc.stderr.strip().splitlines()
     for needle in needles:
         assert needle in line, line
+
+
+def test_search_summary_tells_mla_decode_problems_apart(capsys: pytest.CaptureFixture[str]
+                                                        ) -> None:
+    rows = [{"problem": ProblemSpec(mode="decode", head_dim=192, head_dim_v=128, dtype="bf16",
+                                    kv_dtype="e4m3", q_len=1, kv_len=4096, heads_q=hq,
+                                    heads_kv=1).to_dict(),
+             "best_config": None, "best_median_s": 1e-3, "tflops": None,
+             "roofline_fraction": None, "default_median_s": None, "speedup_vs_default": None,
+             "trials": 1, "measured": 1, "confirmed_rounds": None, "skipped": "not run"}
+            for hq in (16, 128)]
+    print_final(rows)
+    out = capsys.readouterr().out
+    assert "decode 4096 h16/1 bf16 K/V=e4m3" in out and "decode 4096 h128/1 bf16 K/V=e4m3" in out

@@ -32,7 +32,7 @@ from xe2tune.cli._replay import SAMPLER_HELP
 from xe2tune.cli._table import Column, print_table
 from xe2tune.cli._vocabulary import seed_vocabulary
 from xe2tune.errors import InvalidProblem
-from xe2tune.kernels import catalog_device
+from xe2tune.kernels import ProblemSpec, catalog_device
 
 if TYPE_CHECKING:
     from xe2tune.tuner import StudyProgress, TuneBudget
@@ -208,10 +208,9 @@ def _print_final(rows: list[dict]) -> None:
     for r in rows:
         pr, c = r["problem"], r["best_config"]
         heads = f" h{pr['heads_q']}/{pr['heads_kv']}" if with_heads else ""
-        kv_dtype = f" K/V={pr['kv_dtype']}" if pr.get("kv_dtype") else ""
         cells.append((
             f"{pr['mode']} {pr['kv_len']}{' causal' if pr['causal'] else ''}{heads} "
-            f"{pr['dtype']}{kv_dtype}",
+            f"{dtype_words(ProblemSpec.from_dict(pr))}",
             _fmt_ms(r["best_median_s"]),
             f"{r['tflops']:.4g}" if r["tflops"] is not None else "-",
             f"{r['roofline_fraction']:.1%}" if r["roofline_fraction"] is not None else "-",
