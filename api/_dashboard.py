@@ -23,7 +23,7 @@ from xe2tune.dashboards import (
     plotly_js,
     plotly_version,
 )
-from xe2tune.kernels import HEAD_DIMS
+from xe2tune.kernels import HEAD_DIMS, HEAD_DIMS_V
 
 MAX_ID = 2**63 - 1
 MAX_ROOFLINE_POINTS = 20_000
@@ -86,6 +86,8 @@ async def dashboard_best(  # noqa: PLR0913 - one parameter per filter
     device: Annotated[str | None, Query(max_length=256)] = None,
     dtype: Literal["fp16", "bf16", "fp32"] | None = None,
     head_dim: Annotated[int | None, Query(ge=1, le=1024)] = None,
+    head_dim_v: Annotated[int | None, Query(ge=1, le=1024)] = None,
+    kv_dtype: Literal["fp16", "bf16", "fp32", "e4m3", "e5m2"] | None = None,
     mode: Literal["prefill", "decode"] | None = None,
     sort: SortKey | None = None,
     order: Literal["asc", "desc"] = "asc",
@@ -93,10 +95,13 @@ async def dashboard_best(  # noqa: PLR0913 - one parameter per filter
     limit: Annotated[int, Query(ge=1, le=MAX_PAGE_ROWS)] = 50,
 ) -> Response:
     """A page of the best-configs table, filtered and sorted on the server."""
-    if head_dim is not None and head_dim not in HEAD_DIMS:
-        raise HTTPException(422, f"query parameter head_dim: {head_dim} is not supported; "
-                                 "accepted: " + ", ".join(map(str, HEAD_DIMS)))
-    query = BestPageQuery(device=device, dtype=dtype, head_dim=head_dim, mode=mode, sort=sort,
+    for name, value, accepted in (("head_dim", head_dim, HEAD_DIMS),
+                                  ("head_dim_v", head_dim_v, HEAD_DIMS_V)):
+        if value is not None and value not in accepted:
+            raise HTTPException(422, f"query parameter {name}: {value} is not supported; "
+                                     "accepted: " + ", ".join(map(str, accepted)))
+    query = BestPageQuery(device=device, dtype=dtype, head_dim=head_dim, head_dim_v=head_dim_v,
+                          kv_dtype=kv_dtype, mode=mode, sort=sort,
                           descending=order == "desc", offset=offset, limit=limit)
     return _json(await run_in_threadpool(cache.best_page, query))
 

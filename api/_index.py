@@ -24,10 +24,12 @@ from xe2tune.db import (
     BestQuery,
     BestResult,
     DeviceRecord,
+    ProblemGroup,
     best_among,
     best_order,
     export_json,
     names_device,
+    problem_group,
 )
 from xe2tune.kernels import ProblemSpec
 
@@ -57,16 +59,7 @@ def _error(status: int, detail: str) -> Answer:
     return Answer(status, json.dumps({"detail": detail}).encode())
 
 
-GroupKey = tuple[str, int, str, bool]  # (mode, head_dim, dtype, causal): what a query names
 ProblemKey = tuple[int, ProblemSpec]  # (device id, problem): one tuned problem's best
-
-
-def _group_key(problem: ProblemSpec) -> GroupKey:
-    return (problem.mode, problem.head_dim, problem.dtype, problem.causal)
-
-
-def _query_key(query: BestQuery) -> GroupKey:
-    return (query.mode, query.head_dim, query.dtype, query.causal)
 
 
 def _problem_key(best: BestResult) -> ProblemKey:
@@ -80,7 +73,7 @@ class _Snapshot:
 
     version: int
     devices: tuple[DeviceRecord, ...] = ()
-    groups: dict[GroupKey, dict[ProblemKey, BestResult]] = field(default_factory=dict)
+    groups: dict[ProblemGroup, dict[ProblemKey, BestResult]] = field(default_factory=dict)
     answers: dict[BestQuery, Answer] = field(default_factory=dict)
     # the tuned problem a 200 answer names and how it matched the query
     sources: dict[BestQuery, tuple[ProblemKey, Match]] = field(default_factory=dict)
@@ -92,22 +85,26 @@ class _Snapshot:
                       key=best_order)
 
     def best(self, key: ProblemKey) -> BestResult | None:
-        return self.groups.get(_group_key(key[1]), {}).get(key)
+        return self.groups.get(problem_group(key[1]), {}).get(key)
 
     def with_bests(self, version: int, devices: tuple[DeviceRecord, ...],
                    bests: list[BestResult]) -> _Snapshot:
         """The next snapshot: these bests added or replaced, answers still to be carried."""
         groups = dict(self.groups)
         for best in bests:
-            key = _group_key(best.problem)
+            key = problem_group(best.problem)
             if groups.get(key) is self.groups.get(key):  # copy a group once, on its change
                 groups[key] = dict(self.groups.get(key, {}))
             groups[key][_problem_key(best)] = best
         return _Snapshot(version=version, devices=devices, groups=groups)
 
 
-def _problem_words(mode: str, head_dim: int, dtype: str, causal: bool) -> str:
-    return f"head_dim={head_dim} dtype={dtype} mode={mode} causal={str(causal).lower()}"
+def _problem_words(group: ProblemGroup) -> str:
+    mode, head_dim, head_dim_v, dtype, kv_dtype, causal = group
+    return (f"head_dim={head_dim}" + (f" head_dim_v={head_dim_v}" if head_dim_v != head_dim
+                                      else "")
+            + f" dtype={dtype}" + (f" kv_dtype={kv_dtype}" if kv_dtype else "")
+            + f" mode={mode} causal={str(causal).lower()}")
 
 
 def _found(best: BestResult, match: Match, query: BestQuery) -> Answer:
@@ -181,13 +178,13 @@ class BestIndex:
             moved_problems = {_problem_key(b) for b in moved}
             # a newly tuned problem may be nearer to a query of its group than its answer, and
             # may answer a query that had none
-            grown = {_group_key(b.problem) for b in moved if old.best(_problem_key(b)) is None}
+            grown = {problem_group(b.problem) for b in moved if old.best(_problem_key(b)) is None}
             same_devices = old.devices == fresh.devices
             with self._answers_lock:
                 answers, sources = dict(old.answers), dict(old.sources)
             for query, answer in answers.items():
                 source = sources.get(query)
-                if not same_devices or _query_key(query) in grown or (source is None and grown):
+                if not same_devices or query.group in grown or (source is None and grown):
                     self._remember(fresh, query, *self._compute(fresh, query))
                 elif source is not None and source[0] in moved_problems:
                     # the same tuned problem answers it, with its new best
@@ -216,7 +213,7 @@ class BestIndex:
         ):
             known = ", ".join(sorted({d.name for d in snapshot.devices})) or "none"
             return _error(404, f"no device {query.device!r} in the database; known: {known}"), None
-        group = snapshot.groups.get(_query_key(query), {}).values()
+        group = snapshot.groups.get(query.group, {}).values()
         names = sorted({b.device for b in group
                         if query.device is None
                         or names_device(query.device, b.device, b.device_id)})
@@ -232,14 +229,18 @@ class BestIndex:
     @staticmethod
     def _not_tuned_hint(snapshot: _Snapshot, query: BestQuery) -> str:
         where = f"device {query.device!r}" if query.device is not None else "any device"
-        asked = _problem_words(query.mode, query.head_dim, query.dtype, query.causal)
+        asked = _problem_words(query.group)
         tuned = sorted({
-            _problem_words(*key) for key, group in snapshot.groups.items()
+            _problem_words(key) for key, group in snapshot.groups.items()
             if any(query.device is None or names_device(query.device, b.device, b.device_id)
                    for b in group.values())
         })
         listed = "; ".join(tuned[:HINT_ITEMS]) + (" ..." if len(tuned) > HINT_ITEMS else "")
-        search = (f"xe2tune search --head-dim {query.head_dim} --dtype {query.dtype} "
+        search = (f"xe2tune search --head-dim {query.head_dim}"
+                  + (f" --head-dim-v {query.head_dim_v}"
+                     if query.head_dim_v not in (None, query.head_dim) else "")
+                  + (f" --kv-dtype {query.kv_dtype}" if query.kv_dtype else "")
+                  + f" --dtype {query.dtype} "
                   f"--mode {query.mode} --{'' if query.causal else 'no-'}causal")
         return (f"nothing tuned for {asked} on {where}; tuned: {listed or 'nothing yet'}; "
                 f"tune it with `{search}`")

@@ -36,7 +36,10 @@ class ResultParams(BaseModel):
     family: str | None = Field(default=None, max_length=200)
     mode: Literal["prefill", "decode"] | None = None
     head_dim: int | None = Field(default=None, ge=1, le=MAX_EXTENT)
+    head_dim_v: int | None = Field(default=None, ge=1, le=MAX_EXTENT)
     dtype: Literal["fp16", "bf16", "fp32"] | None = None
+    kv_dtype: Literal["e4m3", "e5m2"] | None = Field(default=None,
+                                                    description="FP8 K/V problems only")
     causal: bool | None = None
     seq_min: int | None = Field(default=None, ge=1, le=MAX_EXTENT, description="kv_len >= this")
     seq_max: int | None = Field(default=None, ge=1, le=MAX_EXTENT, description="kv_len <= this")

@@ -57,6 +57,14 @@ class ProblemPublic(_Public):
     heads_kv: int
     batch: int
     causal: bool
+    # Left out at their defaults, as ProblemSpec.to_dict does: problems named before Dv and
+    # kv_dtype existed read as they did.
+    head_dim_v: int | None = Field(
+        default=None, exclude_if=lambda v: v is None,
+        description="V/O head dim Dv (latent attention); absent: head_dim")
+    kv_dtype: Literal["e4m3", "e5m2"] | None = Field(
+        default=None, exclude_if=lambda v: v is None,
+        description="FP8 format K/V are stored in; absent: K/V in dtype")
 
     @classmethod
     def from_spec(cls, spec: ProblemSpec) -> ProblemPublic:

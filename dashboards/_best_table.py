@@ -39,7 +39,9 @@ class BestRow:
     family: str
     mode: str
     head_dim: int
+    head_dim_v: int  # Dv: head_dim except in latent attention
     dtype: str
+    kv_dtype: str  # the element type K/V are stored in: dtype, or an FP8 format
     q_len: int
     kv_len: int
     heads_q: int
@@ -71,6 +73,8 @@ class BestTableInfo:
     devices: tuple[str, ...]
     dtypes: tuple[str, ...]
     head_dims: tuple[int, ...]
+    head_dims_v: tuple[int, ...]
+    kv_dtypes: tuple[str, ...]
     modes: tuple[str, ...]
     baseline_labels: tuple[str, ...]
 
@@ -94,7 +98,8 @@ def _row(b: BestResult) -> BestRow:
     fastest = _fastest_baseline(cells)
     return BestRow(
         device=b.device, family=b.family, mode=b.problem.mode, head_dim=b.problem.head_dim,
-        dtype=b.problem.dtype, q_len=b.problem.q_len, kv_len=b.problem.kv_len,
+        head_dim_v=b.problem.head_dim_v, dtype=b.problem.dtype,
+        kv_dtype=b.problem.kv_element_dtype, q_len=b.problem.q_len, kv_len=b.problem.kv_len,
         heads_q=b.problem.heads_q, heads_kv=b.problem.heads_kv, batch=b.problem.batch,
         causal=b.problem.causal, config=config_label(b.config), time_ms=b.median_s * 1e3,
         tflops=b.tflops,
@@ -115,14 +120,16 @@ def _get_best_table_info(best: Sequence[BestResult]) -> BestTableInfo:
         devices=tuple(sorted({r.device for r in rows})),
         dtypes=tuple(sorted({r.dtype for r in rows})),
         head_dims=tuple(sorted({r.head_dim for r in rows})),
+        head_dims_v=tuple(sorted({r.head_dim_v for r in rows})),
+        kv_dtypes=tuple(sorted({r.kv_dtype for r in rows})),
         modes=tuple(sorted({r.mode for r in rows})),
         baseline_labels=tuple(sorted({c.label for r in rows for c in r.baselines})),
     )
 
 
 SortKey = Literal["time_ms", "tflops", "roofline_pct", "speedup", "baseline_speedup", "device",
-                  "family", "mode", "head_dim", "dtype", "q_len", "kv_len", "heads_q",
-                  "batch", "causal", "confirmed_rounds", "config"]
+                  "family", "mode", "head_dim", "head_dim_v", "dtype", "kv_dtype", "q_len",
+                  "kv_len", "heads_q", "batch", "causal", "confirmed_rounds", "config"]
 SORT_KEYS: tuple[str, ...] = get_args(SortKey)
 MAX_PAGE_ROWS = 500
 
@@ -134,6 +141,8 @@ class BestPageQuery:
     device: str | None = None
     dtype: str | None = None
     head_dim: int | None = None
+    head_dim_v: int | None = None
+    kv_dtype: str | None = None
     mode: str | None = None
     sort: str | None = None  # one of SORT_KEYS; None keeps the problem order
     descending: bool = False
@@ -164,7 +173,8 @@ def _missing(value: Any) -> bool:
 def best_page(rows: Sequence[BestRow], query: BestPageQuery) -> BestPage:
     """Filter, sort (missing values last in either direction, then problem order), slice."""
     wanted = {k: v for k, v in (("device", query.device), ("dtype", query.dtype),
-                                ("head_dim", query.head_dim), ("mode", query.mode))
+                                ("head_dim", query.head_dim), ("head_dim_v", query.head_dim_v),
+                                ("kv_dtype", query.kv_dtype), ("mode", query.mode))
               if v is not None}
     kept = [r for r in rows if all(getattr(r, k) == v for k, v in wanted.items())]
     if query.sort is not None:

@@ -10,8 +10,11 @@ if TYPE_CHECKING:
 
 
 def problem_label(problem: ProblemSpec) -> str:
-    """e.g. ``prefill d128 fp16 q1024 kv1024 h8/8 b1 causal``."""
-    label = (f"{problem.mode} d{problem.head_dim} {problem.dtype} q{problem.q_len} "
+    """e.g. ``prefill d128 fp16 q1024 kv1024 h8/8 b1 causal``; Dv and the K/V dtype only when
+    not the default: ``decode d576 dv512 bf16 KV:e4m3 q1 kv4096 h128/1 b1``."""
+    dv = f" dv{problem.head_dim_v}" if problem.is_mla else ""
+    kv = f" KV:{problem.kv_dtype}" if problem.kv_dtype else ""
+    label = (f"{problem.mode} d{problem.head_dim}{dv} {problem.dtype}{kv} q{problem.q_len} "
              f"kv{problem.kv_len} h{problem.heads_q}/{problem.heads_kv} b{problem.batch}")
     return label + (" causal" if problem.causal else "")
 

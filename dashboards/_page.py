@@ -56,7 +56,9 @@ def summary_view(summary: DashboardSummary, *, study_ids: set[int] | None = None
                    "studies": len(summary.studies), "devices": len(summary.devices)},
         "devices": [{"id": d.id, "name": d.name} for d in summary.devices],
         "filters": {"device": summary.table.devices, "dtype": summary.table.dtypes,
-                    "head_dim": summary.table.head_dims, "mode": summary.table.modes},
+                    "head_dim": summary.table.head_dims,
+                    "head_dim_v": summary.table.head_dims_v,
+                    "kv_dtype": summary.table.kv_dtypes, "mode": summary.table.modes},
         "baselines": summary.table.baseline_labels,
         "studies": [[s.id, study_label(s)] for s in studies],
     }

@@ -68,7 +68,9 @@ PAGE_SCRIPT = """
     ["baseline_speedup", "\\u00d7 baseline", "lead",
      "fastest seeded baseline's time / best's time"],
     ["device", "device", "text"], ["mode", "mode", "text"], ["head_dim", "D"],
-    ["dtype", "dtype", "text"], ["q_len", "q"], ["kv_len", "kv"], ["heads_q", "Hq/Hkv"],
+    ["head_dim_v", "Dv", "", "V/O head dim (differs from D in latent attention)"],
+    ["dtype", "dtype", "text"], ["kv_dtype", "K/V", "text", "the type K and V are stored in"],
+    ["q_len", "q"], ["kv_len", "kv"], ["heads_q", "Hq/Hkv"],
     ["batch", "B"], ["causal", "causal", "text"], ["family", "family", "text"],
     ["config", "config (seed vocabulary)", "config"],
     ["confirmed_rounds", "rounds", "", "confirmation rounds the numbers come from"]];
@@ -83,7 +85,8 @@ PAGE_SCRIPT = """
 
   // The report's table: its embedded rows, filtered and sorted as the server would.
   function localPage(query) {
-    let rows = embedded.rows.filter(row => ["device", "dtype", "head_dim", "mode"].every(
+    const keys = ["device", "dtype", "head_dim", "head_dim_v", "kv_dtype", "mode"];
+    let rows = embedded.rows.filter(row => keys.every(
       key => query[key] === undefined || String(row[key]) === String(query[key])));
     if (query.sort) {
       const key = query.sort, sign = query.order === "desc" ? -1 : 1;
@@ -199,7 +202,9 @@ PAGE_SCRIPT = """
 
   // A table row's study as the study list names studies (for one the list does not offer).
   function studyTitle(row) {
-    return "study " + row.study_id + ": " + row.mode + " d" + row.head_dim + " " + row.dtype +
+    return "study " + row.study_id + ": " + row.mode + " d" + row.head_dim +
+      (row.head_dim_v !== row.head_dim ? " dv" + row.head_dim_v : "") + " " + row.dtype +
+      (row.kv_dtype !== row.dtype ? " KV:" + row.kv_dtype : "") +
       " q" + row.q_len + " kv" + row.kv_len + " h" + row.heads_q + "/" + row.heads_kv + " b" +
       row.batch + " on " + row.device + " (" + row.family + ")";
   }

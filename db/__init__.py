@@ -43,12 +43,15 @@ from xe2tune.db._records import (
     LeaseRecord,
     MeasuredCeilings,
     MeasurementRecord,
+    ProblemGroup,
     ResultFilters,
     ResultRow,
     StudyRecord,
     SubmitOutcome,
     TrialEntry,
     TrialRow,
+    kv_dtype_conflict,
+    problem_group,
 )
 from xe2tune.db._sql_store import SqlResultStore
 from xe2tune.db._store import ResultStore
@@ -62,6 +65,9 @@ from xe2tune.db._worker_tokens import MintedToken, WorkerTokenRecord, WorkerToke
 
 __all__ = [
     "best_among",
+    "ProblemGroup",
+    "problem_group",
+    "kv_dtype_conflict",
     "best_order",
     "names_device",
     "BUDGET_ATTR",

@@ -17,7 +17,7 @@ from sqlalchemy.orm import aliased
 from xe2tune.db._confirmations import confirmed_bests, latest_confirmations
 from xe2tune.db._convert import aware
 from xe2tune.db._models import Device, KernelSource, Measurement, Problem, Study, Trial
-from xe2tune.db._records import BaselineResult, BestResult
+from xe2tune.db._records import BaselineResult, BestResult, problem_group
 from xe2tune.errors import StoreError
 from xe2tune.kernels import ProblemSpec
 from xe2tune.measurement import TrialStatus
@@ -30,7 +30,8 @@ if TYPE_CHECKING:
 _OK = Trial.status == TrialStatus.OK.value
 _PROBLEM_COLUMNS = (Problem.id, Problem.mode, Problem.head_dim, Problem.dtype, Problem.q_len,
                     Problem.kv_len, Problem.heads_q, Problem.heads_kv, Problem.batch,
-                    Problem.causal)  # id, then ProblemSpec's fields in order
+                    Problem.causal, Problem.head_dim_v,
+                    Problem.kv_dtype)  # id, then ProblemSpec's fields in order
 
 
 @dataclass(frozen=True)
@@ -49,9 +50,9 @@ class StudyBest:
 
 def study_bests(session: Session, ids: list[int] | None, query: BestQuery | None = None, *,
                 changed_after: int | None = None) -> list[StudyBest]:
-    """Every study with at least one OK trial, narrowed to the query's mode/D/dtype/causal and
-    to the (device, problem) pairs with a study whose results changed after data version
-    ``changed_after``.
+    """Every study with at least one OK trial, narrowed to the query's group
+    (``BestQuery.group``) and to the (device, problem) pairs with a study whose results changed
+    after data version ``changed_after``.
 
     A study's best median is its newest confirmation round's, else its fastest OK trial's.
 
@@ -67,8 +68,12 @@ def study_bests(session: Session, ids: list[int] | None, query: BestQuery | None
             changed.device_id == Study.device_id, changed.problem_id == Study.problem_id,
             changed.results_version > changed_after))
     if query is not None:
-        studies = studies.where(Problem.mode == query.mode, Problem.head_dim == query.head_dim,
-                                Problem.dtype == query.dtype, Problem.causal == query.causal)
+        mode, head_dim, head_dim_v, dtype, kv_dtype, causal = query.group
+        studies = studies.where(Problem.mode == mode, Problem.head_dim == head_dim,
+                                Problem.head_dim_v == head_dim_v, Problem.dtype == dtype,
+                                Problem.kv_dtype.is_(None) if kv_dtype is None
+                                else Problem.kv_dtype == kv_dtype,
+                                Problem.causal == causal)
     per_study = (
         select(Trial.study_id, func.min(Measurement.median_s).label("best"))
         .join(Measurement, Measurement.trial_id == Trial.id)
@@ -180,15 +185,14 @@ def names_device(wanted: str, name: str, device_id: int | None) -> bool:
 def best_among(tuned: Iterable[BestResult], query: BestQuery) -> BestResult | None:
     """What ``ResultStore.best`` answers for the query, chosen without a database read from
     the bests of ``ResultStore.best_per_problem`` read at the same data version (any subset
-    holding the query's mode, head_dim, dtype and causal flag will do): the same device rule,
-    then the same nearest rule. None when nothing fits.
+    holding the query's group will do): the same device rule, then the same nearest rule. None
+    when nothing fits.
 
     Raises:
         StoreError: no device was asked for and candidates exist on several device names.
     """
     fits = [b for b in tuned
-            if (b.problem.mode, b.problem.head_dim, b.problem.dtype, b.problem.causal)
-            == (query.mode, query.head_dim, query.dtype, query.causal)
+            if problem_group(b.problem) == query.group
             and (query.device is None or names_device(query.device, b.device, b.device_id))]
     if not fits:
         return None
@@ -323,5 +327,5 @@ def _confirmed_winners(session: Session, rounds: dict[int, ConfirmationRecord]
 def best_order(result: BestResult) -> tuple:
     """Sort key of best_per_problem listings."""
     p = result.problem
-    return (result.device, result.device_id, p.mode, p.head_dim, p.dtype, p.causal, p.kv_len,
-            p.q_len, p.heads_q, p.heads_kv, p.batch)
+    return (result.device, result.device_id, p.mode, p.head_dim, p.head_dim_v, p.dtype,
+            p.kv_dtype or "", p.causal, p.kv_len, p.q_len, p.heads_q, p.heads_kv, p.batch)

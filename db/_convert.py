@@ -61,7 +61,7 @@ def problem_spec(row: Problem) -> ProblemSpec:
     return ProblemSpec(
         mode=row.mode, head_dim=row.head_dim, dtype=row.dtype, q_len=row.q_len,
         kv_len=row.kv_len, heads_q=row.heads_q, heads_kv=row.heads_kv, batch=row.batch,
-        causal=row.causal,
+        causal=row.causal, head_dim_v=row.head_dim_v, kv_dtype=row.kv_dtype,
     )
 
 

@@ -27,6 +27,8 @@ namespace tuned {
 
 enum class Mode : int { prefill = 0, decode = 1 };
 enum class DType : int { fp16 = 0, bf16 = 1, fp32 = 2 };
+// The element type K and V are stored in: `same` as DType, or an FP8 format (OCP float8)
+enum class KvDType : int { same = 0, e4m3 = 1, e5m2 = 2 };
 enum class Match : int { none = 0, exact = 1, nearest = 2, ambiguous_device = 3 };
 """
 
@@ -67,6 +69,8 @@ struct TunedProblem {
   int heads_q;
   int heads_kv;
   int batch;
+  int head_dim_v;   // Dv, the V/O head dim: head_dim except in latent attention (MLA)
+  KvDType kv_dtype;
 };
 
 struct Entry {
@@ -75,7 +79,9 @@ struct Entry {
 };
 
 // seq is the key length; q_len 0 means seq for prefill and "any" for decode;
-// heads_q / heads_kv / batch 0 mean "any"; device nullptr means the only tuned device.
+// heads_q / heads_kv / batch 0 mean "any"; device nullptr means the only tuned device;
+// head_dim_v 0 means head_dim. head_dim_v and kv_dtype are never "any": an MHA or fp16/bf16
+// K/V config never answers an MLA or FP8 K/V query, nor the reverse.
 struct Query {
   Mode mode;
   int head_dim;
@@ -87,6 +93,8 @@ struct Query {
   int heads_kv = 0;
   int batch = 0;
   const char* device = nullptr;
+  int head_dim_v = 0;
+  KvDType kv_dtype = KvDType::same;
 };
 """
 
@@ -141,18 +149,20 @@ inline int compare(const Key& a, const Key& b) {
 }
 
 inline bool candidate(const TunedProblem& p, const Query& q) {
-  return p.mode == q.mode && p.head_dim == q.head_dim && p.dtype == q.dtype &&
-         p.causal == q.causal && (q.device == nullptr || same_name(p.device, q.device));
+  int head_dim_v = q.head_dim_v > 0 ? q.head_dim_v : q.head_dim;
+  return p.mode == q.mode && p.head_dim == q.head_dim && p.head_dim_v == head_dim_v &&
+         p.dtype == q.dtype && p.kv_dtype == q.kv_dtype && p.causal == q.causal &&
+         (q.device == nullptr || same_name(p.device, q.device));
 }
 
 }  // namespace detail
 
 // The best config for a query: the exact tuned problem, else the nearest on the same device
-// (same mode, head_dim, dtype, causal; nearest kv_len then q_len on a log scale; then fewest
-// differing heads_q / heads_kv / batch). nullptr when nothing is tuned for the query or, without
-// query.device, when several devices have candidates (match = ambiguous_device). The config's
-// family_id / family say which kernel family the config is for: the best of a problem may come
-// from any family that served it.
+// (same mode, head_dim, head_dim_v, dtype, kv_dtype, causal; nearest kv_len then q_len on a
+// log scale; then fewest differing heads_q / heads_kv / batch). nullptr when nothing is tuned
+// for the query or, without query.device, when several devices have candidates (match =
+// ambiguous_device). The config's family_id / family say which kernel family the config is
+// for: the best of a problem may come from any family that served it.
 inline const LauncherConfig* select_config(const Query& q, Match* match = nullptr) {
   const Entry* first = nullptr;
   int device_id = -1;
@@ -241,7 +251,8 @@ def _entry(result: BestResult, knobs_name: str | None, family: str) -> str:
     problem = (
         f"{{{c_string(result.device)}, {result.device_id}, Mode::{p.mode}, {p.head_dim}, "
         f"DType::{p.dtype}, {'true' if p.causal else 'false'}, {p.q_len}, {p.kv_len}, "
-        f"{p.heads_q}, {p.heads_kv}, {p.batch}}}"
+        f"{p.heads_q}, {p.heads_kv}, {p.batch}, {p.head_dim_v}, "
+        f"KvDType::{p.kv_dtype or 'same'}}}"
     )
     config = (
         f"{{Family::{family}, ShapeQK{{{', '.join(map(str, c.shape_qk))}}}, "
@@ -271,7 +282,7 @@ def render_header(best: Sequence[BestResult]) -> str:
     if not entries:
         # A zero-length array is ill-formed; one never-matching entry keeps the header valid.
         entries.append("    Entry{{\"\", -1, Mode::prefill, 0, DType::fp16, false, 0, 0, 0, 0, "
-                       "0}, {}},")
+                       "0, 0, KvDType::same}, {}},")
     lines.append(f"\ninline constexpr int kNumEntries = {len(best)};")
     lines.append("inline constexpr Entry kEntries[] = {")
     lines.extend(entries)

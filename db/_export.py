@@ -12,8 +12,11 @@ from xe2tune.errors import InvalidConfig
 from xe2tune.kernels import LauncherConfig
 
 FORMAT = "xe2tune-best-configs"
-VERSION = 2  # 2: configs name their family (and hash it); entries carry seeded baselines
-READABLE = (1, 2)
+# 2: configs name their family (and hash it); entries carry seeded baselines. 3: problems name
+# head_dim_v and kv_dtype, so a reader that predates them refuses the document instead of
+# serving an MLA or FP8 K/V config as MHA (versions 1 and 2 read with Dv = D, K/V in dtype).
+VERSION = 3
+READABLE = (1, 2, 3)
 
 
 def export_json(best: Sequence[BestResult]) -> str:

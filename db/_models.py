@@ -108,7 +108,11 @@ class KernelSource(Base):
 
 
 class Problem(Base):
-    """One attention problem; ``key`` is ``ProblemSpec.key()`` and unique."""
+    """One attention problem; ``key`` is ``ProblemSpec.key()`` and unique.
+
+    ``head_dim_v`` is always stored (equal to ``head_dim`` unless latent attention) so a lookup
+    compares columns; ``kv_dtype`` is NULL when K/V are stored in ``dtype``.
+    """
 
     __tablename__ = "xe2t_problems"
     __table_args__ = (Index("ix_xe2t_problems_lookup", "mode", "head_dim", "dtype", "causal"),)
@@ -124,6 +128,8 @@ class Problem(Base):
     heads_kv: Mapped[int] = mapped_column(Integer)
     batch: Mapped[int] = mapped_column(Integer)
     causal: Mapped[bool] = mapped_column(Boolean)
+    head_dim_v: Mapped[int] = mapped_column(Integer)
+    kv_dtype: Mapped[str | None] = mapped_column(String(16), nullable=True)
 
 
 class Study(Base):

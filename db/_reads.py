@@ -126,6 +126,7 @@ def _filtered(stmt: Select[Any], filters: ResultFilters | None, ids: list[int] |
     if filters is None:
         return stmt
     equal = {Problem.mode: filters.mode, Problem.head_dim: filters.head_dim,
+             Problem.head_dim_v: filters.head_dim_v, Problem.kv_dtype: filters.kv_dtype,
              Problem.dtype: filters.dtype, Problem.causal: filters.causal,
              Trial.family: filters.family, Trial.study_id: filters.study_id,
              Trial.status: filters.status.value if filters.status else None}
@@ -180,7 +181,8 @@ FRAME_COLUMNS: dict[str, Any] = {
     "trial_id": Trial.id, "created_at": Trial.created_at, "device": Device.name,
     "device_id": Device.id, "family": Trial.family, "baseline": Trial.baseline,
     "source_hash": KernelSource.source_hash, "study_id": Trial.study_id, "number": Trial.number,
-    "mode": Problem.mode, "head_dim": Problem.head_dim, "dtype": Problem.dtype,
+    "mode": Problem.mode, "head_dim": Problem.head_dim, "head_dim_v": Problem.head_dim_v,
+    "dtype": Problem.dtype, "kv_dtype": Problem.kv_dtype,
     "q_len": Problem.q_len, "kv_len": Problem.kv_len, "heads_q": Problem.heads_q,
     "heads_kv": Problem.heads_kv, "batch": Problem.batch, "causal": Problem.causal,
     # raw JSON text: a cast, since psycopg decodes a PostgreSQL json column whatever the type

@@ -11,13 +11,32 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from xe2tune.kernels import HEAD_DIMS, LauncherConfig, ProblemSpec
+from xe2tune.kernels import HEAD_DIMS, HEAD_DIMS_V, LauncherConfig, ProblemSpec
 from xe2tune.measurement import TrialResult, TrialStatus
 
 PeakSource = Literal["catalog", "measured"]
 Match = Literal["exact", "nearest"]
+KvDType = Literal["e4m3", "e5m2"]
+# (mode, head_dim, head_dim_v, dtype, kv_dtype, causal): what a best query must match exactly.
+# A nearest answer only ever varies the lengths, heads and batch: a config tuned for MHA never
+# answers latent attention (Dv != D), nor fp16/bf16 K/V an FP8 K/V query, nor the reverse.
+ProblemGroup = tuple[str, int, int, str, str | None, bool]
+
+
+def kv_dtype_conflict(dtype: str, kv_dtype: str | None) -> str | None:
+    """Why an FP8 K/V format cannot go with this Q/O dtype (FP8 K/V converts to fp16/bf16 in
+    registers), None when it can."""
+    if kv_dtype is not None and dtype == "fp32":
+        return f"kv_dtype {kv_dtype} needs dtype fp16 or bf16, got fp32"
+    return None
+
+
+def problem_group(problem: ProblemSpec) -> ProblemGroup:
+    """The group of a tuned problem: the part of it a best query must match exactly."""
+    return (problem.mode, problem.head_dim, problem.head_dim_v, problem.dtype, problem.kv_dtype,
+            problem.causal)
 
 
 class _Record(BaseModel):
@@ -206,7 +225,9 @@ class ResultFilters(_Record):
     family: str | None = None  # the trial's kernel family
     mode: Literal["prefill", "decode"] | None = None
     head_dim: int | None = None
+    head_dim_v: int | None = None
     dtype: Literal["fp16", "bf16", "fp32"] | None = None
+    kv_dtype: KvDType | None = None
     causal: bool | None = None
     seq_min: int | None = Field(default=None, ge=1)
     seq_max: int | None = Field(default=None, ge=1)
@@ -219,10 +240,15 @@ class BestQuery(_Record):
 
     ``seq`` is the key length (kv_len); for prefill the query length is ``q_len`` or, when None,
     ``seq``. ``heads_q``/``heads_kv``/``batch`` (and decode's ``q_len``) are "any" when None.
+    ``head_dim_v`` None means Dv = D; ``kv_dtype`` None means K/V stored in ``dtype``: neither
+    is ever "any", so the answer always comes from a problem of the same :func:`problem_group`.
     """
 
     head_dim: int
     dtype: Literal["fp16", "bf16", "fp32"]
+    # left out of dumps when None, so queries that name neither echo as they did
+    head_dim_v: int | None = Field(default=None, exclude_if=lambda v: v is None)
+    kv_dtype: KvDType | None = Field(default=None, exclude_if=lambda v: v is None)
     seq: int = Field(ge=1)
     mode: Literal["prefill", "decode"] = "prefill"
     causal: bool = False
@@ -239,6 +265,26 @@ class BestQuery(_Record):
             raise ValueError(f"head_dim {value} is not supported; accepted: "
                              + ", ".join(map(str, HEAD_DIMS)))
         return value
+
+    @field_validator("head_dim_v")
+    @classmethod
+    def _known_head_dim_v(cls, value: int | None) -> int | None:
+        if value is not None and value not in HEAD_DIMS_V:
+            raise ValueError(f"head_dim_v {value} is not supported; accepted: "
+                             + ", ".join(map(str, HEAD_DIMS_V)))
+        return value
+
+    @model_validator(mode="after")
+    def _fp8_needs_a_16_bit_dtype(self) -> BestQuery:
+        if (conflict := kv_dtype_conflict(self.dtype, self.kv_dtype)) is not None:
+            raise ValueError(conflict)
+        return self
+
+    @property
+    def group(self) -> ProblemGroup:
+        """The :func:`problem_group` every candidate answer must have."""
+        return (self.mode, self.head_dim, self.head_dim_v or self.head_dim, self.dtype,
+                self.kv_dtype, self.causal)
 
     @property
     def wanted_q_len(self) -> int | None:

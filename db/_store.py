@@ -303,7 +303,9 @@ class ResultStore(Protocol):
         """The best OK config for a problem, or for the nearest tuned problem.
 
         Candidates are the tuned problems on the query's device with the same mode, head_dim,
-        dtype and causal flag. The chosen one minimises, in order: the ratio between its kv_len
+        head_dim_v, dtype, kv_dtype and causal flag (``BestQuery.group``): an MHA config never
+        answers latent attention, nor fp16/bf16 K/V an FP8 K/V query, nor the reverse. The
+        chosen one minimises, in order: the ratio between its kv_len
         and ``seq`` (log scale, compared exactly as integers), the same for q_len, the number of
         given heads_q/heads_kv/batch it differs in, then kv_len, q_len, heads_q, heads_kv, batch.
         ``match`` is "exact" when it differs in nothing that was asked. Within that problem, the
@@ -323,7 +325,8 @@ class ResultStore(Protocol):
     def best_per_problem(self, device: str | None = None) -> list[BestResult]:
         """The best OK config of every tuned problem (per device), all with ``match="exact"``.
 
-        Sorted by device, mode, head_dim, dtype, causal, kv_len, q_len, heads, batch.
+        Sorted by device, mode, head_dim, head_dim_v, dtype, kv_dtype, causal, kv_len, q_len,
+        heads, batch.
 
         Raises:
             StoreError: ``device`` matches no device, or the database could not be read.

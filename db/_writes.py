@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import TYPE_CHECKING
 
 from sqlalchemy import select, update
@@ -115,7 +116,8 @@ def upsert_problem(session: Session, problem: ProblemSpec) -> int:
     key = problem.key()
     row = session.scalars(select(Problem).where(Problem.key == key)).one_or_none()
     if row is None:
-        row = Problem(key=key, **problem.to_dict())
+        # every field, Dv and kv_dtype included: to_dict leaves them out at their defaults
+        row = Problem(key=key, **asdict(problem))
         session.add(row)
         session.flush()
     return row.id

@@ -37,6 +37,7 @@ from xe2tune.dashboards._best_table import _get_best_table_info, best_page
 from xe2tune.dashboards._collect import collect_convergence
 from xe2tune.dashboards._downsample import downsample, pareto_front
 from xe2tune.dashboards._importance import _get_importance_info
+from xe2tune.dashboards._labels import problem_label
 from xe2tune.dashboards._page import _table_row
 from xe2tune.dashboards._roofline import _get_roofline_info
 from xe2tune.dashboards._units import decade_ticks, engineering
@@ -44,6 +45,7 @@ from xe2tune.db import DeviceRecord, MeasuredCeilings, ResultStore, open_store
 from xe2tune.db.testing import launcher_config as store_config
 from xe2tune.db.testing import ok_result as timed_result
 from xe2tune.db.testing import prefill, tune
+from xe2tune.kernels import ProblemSpec
 
 
 @pytest.fixture(scope="module")
@@ -456,3 +458,11 @@ def test_the_study_list_offers_the_latest_studies_and_counts_them_all(
     chosen = {every[0]}  # a report names the studies it embeds
     assert [sid for sid, _ in _page.summary_view(summary, study_ids=chosen)["studies"]] == [
         every[0]]
+
+
+def test_problem_labels_name_dv_and_the_kv_dtype_only_when_not_the_default():
+    mha = ProblemSpec("decode", 128, "fp16", 1, 4096, heads_q=32, heads_kv=8)
+    assert problem_label(mha) == "decode d128 fp16 q1 kv4096 h32/8 b1"
+    mla_fp8 = ProblemSpec("decode", 192, "bf16", 1, 8192, heads_q=128, heads_kv=1,
+                          head_dim_v=128, kv_dtype="e4m3")
+    assert problem_label(mla_fp8) == "decode d192 dv128 bf16 KV:e4m3 q1 kv8192 h128/1 b1"

@@ -10,11 +10,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from _cpp_dispatch import dispatch, expected_line
 
 from xe2tune.db import BestQuery, ResultStore, export_cpp, export_json, load_json, open_store
 from xe2tune.db._cpp import c_string
 from xe2tune.db.testing import DEVICE, launcher_config, ok_result, prefill, tune
-from xe2tune.errors import StoreError
 from xe2tune.kernels import ProblemSpec
 
 OTHER_DEVICE = DEVICE.model_copy(update={"name": "Intel(R) Arc(TM) 140V GPU \"LNL\""})
@@ -67,63 +67,14 @@ QUERIES = [
 ]
 
 
-def _expected(store: ResultStore, query: BestQuery) -> str:
-    try:
-        best = store.best(query)
-    except StoreError:
-        return "ambiguous_device"
-    if best is None:
-        return "none"
-    return (f"{best.match} {best.config_hash} {best.problem.kv_len} {best.problem.q_len} "
-            f"{best.family}")
-
-
-def _cpp_query(query: BestQuery) -> str:
-    device = c_string(query.device) if query.device is not None else "nullptr"
-    return (f"{{Mode::{query.mode}, {query.head_dim}, DType::{query.dtype}, "
-            f"{'true' if query.causal else 'false'}, {query.seq}, {query.q_len or 0}, "
-            f"{query.heads_q or 0}, {query.heads_kv or 0}, {query.batch or 0}, {device}}}")
-
-
-MAIN = r"""
-#include "best_configs.hpp"
-#include <cstdio>
-#include <cstring>
-using namespace xe2tune::tuned;
-static const Query kQueries[] = {%s};
-static const char* kMatch[] = {"none", "exact", "nearest", "ambiguous_device"};
-int main() {
-  for (const Query& q : kQueries) {
-    Match match = Match::none;
-    const LauncherConfig* c = select_config(q, &match);
-    if (c == nullptr) { std::printf("%%s\n", kMatch[int(match)]); continue; }
-    const Entry* e = nullptr;
-    for (const Entry& x : kEntries) if (&x.config == c) e = &x;
-    if (c->vtiles.value * c->shape_pv.bv != c->shape_out.dv) return 3;
-    if (std::strcmp(kFamilyNames[int(c->family_id)], c->family) != 0) return 5;
-    std::printf("%%s %%s %%d %%d %%s\n", kMatch[int(match)], c->config_hash, e->problem.kv_len,
-                e->problem.q_len, c->family);
-  }
-  return kNumEntries > 0 ? 0 : 4;
-}
-"""
-
-
 @pytest.mark.skipif(shutil.which("g++") is None, reason="needs g++")
 def test_cpp_header_compiles_and_dispatches_like_best(store: ResultStore,
                                                       tmp_path: Path) -> None:
-    (tmp_path / "best_configs.hpp").write_text(export_cpp(store.best_per_problem()))
-    (tmp_path / "main.cpp").write_text(MAIN % ",\n".join(_cpp_query(q) for q in QUERIES))
-    subprocess.run(["g++", "-std=c++17", "-Wall", "-Wextra", "-Werror", "-pedantic", "-O1",
-                    "-o", str(tmp_path / "dispatch"), str(tmp_path / "main.cpp")],
-                   check=True, capture_output=True, text=True)
-    run = subprocess.run([str(tmp_path / "dispatch")], check=True, capture_output=True,
-                         text=True)
-    expected = [_expected(store, q) for q in QUERIES]
-    assert run.stdout.splitlines() == expected
-    assert {line.split()[0] for line in expected} == {"exact", "nearest", "none",
-                                                      "ambiguous_device"}
-    assert {line.split()[-1] for line in expected if line.startswith(("exact", "nearest"))} == {
+    answers = [expected_line(store, q) for q in QUERIES]
+    assert dispatch(store.best_per_problem(), QUERIES, tmp_path) == answers
+    assert {line.split()[0] for line in answers} == {"exact", "nearest", "none",
+                                                     "ambiguous_device"}
+    assert {line.split()[4] for line in answers if line.startswith(("exact", "nearest"))} == {
         "sdpa_prefill", "sdpa_decode", "sdpa_xmx_prefill"}
 
 

@@ -14,11 +14,26 @@ GPU_DECODE_KV = (1024, 4096, 16384, 32768)
 # problem is still large enough that tile choices matter.
 CPU_PREFILL_SEQS = (512,)
 CPU_DECODE_KV = (4096,)
+# Absorbed latent attention (DeepSeek-V2/V3 MLA decode): Q/K head dim -> the V/O head dim it
+# implies when the user names none (576 = 512 latent + 64 rope, V the 512-wide latent itself).
+# Only head dims the kernels accept become problems; the others are refused as any head dim is.
+ABSORBED_MLA_HEAD_DIM_V = {576: 512}
+# Latent attention decode: one latent K/V head shared by every query head (DeepSeek-V2-Lite has
+# 16 query heads, V3 128); on the CPU device the small end only, to keep the run short.
+GPU_MLA_DECODE_HEADS_Q = (16, 128)
+CPU_MLA_DECODE_HEADS_Q = (16,)
+GPU_MLA_DTYPES = ("fp16", "bf16")
 
 
 @dataclass(frozen=True)
 class ProblemOverrides:
-    """What the user fixed on the command line; None keeps the device-adapted default."""
+    """What the user fixed on the command line; None keeps the device-adapted default.
+
+    ``head_dim_v`` None means Dv = D, or the latent width for an absorbed MLA head dim.
+    ``kv_dtype`` (FP8 K/V) applies to decode problems, and to prefill ones when the user asked
+    for prefill by name (``modes``) or there is no decode problem: FP8 caches are a decode
+    feature first, and an FP8 request is never dropped.
+    """
 
     seqs: Sequence[int] | None = None
     modes: Sequence[str] | None = None
@@ -27,6 +42,21 @@ class ProblemOverrides:
     heads_q: int | None = None
     heads_kv: int | None = None
     batch: int | None = None
+    head_dim_v: int | None = None
+    kv_dtype: str | None = None
+
+
+def _mla_decode(head_dim: int, head_dim_v: int, dtypes: Sequence[str], kv_dtype: str | None, *,
+                on_gpu: bool, overrides: ProblemOverrides) -> list[ProblemSpec]:
+    kvs = overrides.seqs or (GPU_DECODE_KV if on_gpu else CPU_DECODE_KV)
+    heads = ((overrides.heads_q,) if overrides.heads_q
+             else GPU_MLA_DECODE_HEADS_Q if on_gpu else CPU_MLA_DECODE_HEADS_Q)
+    return [
+        ProblemSpec(mode="decode", head_dim=head_dim, head_dim_v=head_dim_v, dtype=dtype,
+                    kv_dtype=kv_dtype, q_len=1, kv_len=kv, heads_q=hq,
+                    heads_kv=overrides.heads_kv or 1, batch=overrides.batch or 1)
+        for dtype in dtypes for hq in heads for kv in kvs
+    ]
 
 
 def default_problems(
@@ -34,14 +64,24 @@ def default_problems(
 ) -> list[ProblemSpec]:
     """Prefill (causal and not) and GQA decode problems adapted to the device class.
 
+    Latent attention (Dv != D) gets its own shapes: an absorbed MLA head dim (576) means MLA
+    decode problems (one latent K/V head, 16 and 128 query heads on a GPU); any other Dv != D
+    (192 with ``--head-dim-v 128``) means MLA prefill problems; either mode still on request.
+
     Raises:
-        InvalidProblem: for an unsupported head dim, dtype or shape in the overrides.
+        InvalidProblem: for an unsupported head dim, Dv, kv dtype, dtype or shape.
     """
-    modes = overrides.modes or ("prefill", "decode")
-    dtypes = overrides.dtypes or ("fp16",)
+    head_dim_v = overrides.head_dim_v or ABSORBED_MLA_HEAD_DIM_V.get(head_dim, head_dim)
+    mla = head_dim_v != head_dim
+    absorbed = head_dim in ABSORBED_MLA_HEAD_DIM_V
+    modes = overrides.modes or (("decode",) if mla and absorbed else
+                                ("prefill",) if mla else ("prefill", "decode"))
+    dtypes = overrides.dtypes or (GPU_MLA_DTYPES if mla and on_gpu else ("fp16",))
     causals = overrides.causal or (False, True)
     problems: list[ProblemSpec] = []
     for mode in modes:
+        fp8_here = mode == "decode" or overrides.modes or "decode" not in modes
+        kv_dtype = overrides.kv_dtype if fp8_here else None
         if mode == "prefill":
             seqs = overrides.seqs or (GPU_PREFILL_SEQS if on_gpu else CPU_PREFILL_SEQS)
             hq = overrides.heads_q or (16 if on_gpu else 8)
@@ -51,9 +91,13 @@ def default_problems(
                 for causal in causals:
                     for seq in seqs:
                         problems.append(ProblemSpec(
-                            mode="prefill", head_dim=head_dim, dtype=dtype, q_len=seq,
-                            kv_len=seq, heads_q=hq, heads_kv=hkv, batch=batch, causal=causal,
+                            mode="prefill", head_dim=head_dim, head_dim_v=head_dim_v,
+                            dtype=dtype, kv_dtype=kv_dtype, q_len=seq, kv_len=seq, heads_q=hq,
+                            heads_kv=hkv, batch=batch, causal=causal,
                         ))
+        elif mla:
+            problems += _mla_decode(head_dim, head_dim_v, dtypes, kv_dtype, on_gpu=on_gpu,
+                                    overrides=overrides)
         else:
             kvs = overrides.seqs or (GPU_DECODE_KV if on_gpu else CPU_DECODE_KV)
             hq = overrides.heads_q or 32
@@ -62,7 +106,8 @@ def default_problems(
             for dtype in dtypes:
                 for kv in kvs:
                     problems.append(ProblemSpec(
-                        mode="decode", head_dim=head_dim, dtype=dtype, q_len=1, kv_len=kv,
-                        heads_q=hq, heads_kv=hkv, batch=batch, causal=False,
+                        mode="decode", head_dim=head_dim, dtype=dtype, kv_dtype=kv_dtype,
+                        q_len=1, kv_len=kv, heads_q=hq, heads_kv=hkv, batch=batch,
+                        causal=False,
                     ))
     return problems

@@ -263,8 +263,9 @@ class StudyRun:
 
     def _neighbour_bests(self) -> list[LauncherConfig]:
         p = self.problem
-        query = BestQuery(head_dim=p.head_dim, dtype=p.dtype, seq=p.kv_len, mode=p.mode,
-                          causal=p.causal, device=self.ids.device_name)
+        query = BestQuery(head_dim=p.head_dim, head_dim_v=p.head_dim_v, dtype=p.dtype,
+                          kv_dtype=p.kv_dtype, seq=p.kv_len, mode=p.mode, causal=p.causal,
+                          device=self.ids.device_name)
         found = self.store.best(query)
         if found is None:
             return []

@@ -12,6 +12,13 @@ from rich.table import Table
 from xe2tune.cli._app import app, console, fail
 from xe2tune.cli._devices import DbOption, DeviceOption, JsonOption
 from xe2tune.cli._isa_view import compiler_missing, ocloc_device
+from xe2tune.cli._problem_options import (
+    MAX_EXTENT,
+    HeadDimOption,
+    HeadDimVOption,
+    KvDtypeOption,
+)
+from xe2tune.cli._problem_text import head_words
 from xe2tune.cli._vocabulary import seed_vocabulary
 from xe2tune.errors import InvalidConfig, InvalidProblem
 from xe2tune.kernels import (
@@ -24,12 +31,11 @@ from xe2tune.kernels import (
 )
 from xe2tune.measurement import TrialResult, TrialStatus
 
-MAX_EXTENT = 2**31 - 1  # problem sizes reach the kernels as 32-bit ints
-
 
 def problem_from_options(
     *, head_dim: int, dtype: str, seq: int | None, q_len: int | None, kv_len: int | None,
     mode: str | None, causal: bool, heads_q: int, heads_kv: int, batch: int,
+    head_dim_v: int | None = None, kv_dtype: str | None = None,
 ) -> ProblemSpec:
     """The ProblemSpec that the common CLI options describe.
 
@@ -49,7 +55,8 @@ def problem_from_options(
     q_len = q_len if q_len is not None else (1 if mode == "decode" else kv_len)
     return ProblemSpec(
         mode=mode, head_dim=head_dim, dtype=dtype, q_len=q_len, kv_len=kv_len,
-        heads_q=heads_q, heads_kv=heads_kv, batch=batch, causal=causal,
+        heads_q=heads_q, heads_kv=heads_kv, batch=batch, causal=causal, head_dim_v=head_dim_v,
+        kv_dtype=kv_dtype,
     )
 
 
@@ -79,7 +86,7 @@ def parse_config(text: str, family: str) -> LauncherConfig:
 
 
 def _print_result(result: TrialResult, problem: ProblemSpec) -> None:
-    table = Table(title=f"{problem.mode} D={problem.head_dim} {problem.dtype} "
+    table = Table(title=f"{problem.mode} {head_words(problem)} "
                   f"q={problem.q_len} kv={problem.kv_len} heads {problem.heads_q}/"
                   f"{problem.heads_kv} batch {problem.batch} causal={problem.causal}")
     table.add_column("metric")
@@ -113,8 +120,10 @@ def _print_result(result: TrialResult, problem: ProblemSpec) -> None:
 
 @app.command()
 def bench(
-    head_dim: Annotated[int, typer.Option("--head-dim", help="64, 96, 128, 192 or 256")],
+    head_dim: HeadDimOption,
     dtype: Annotated[str, typer.Option(help="fp16, bf16 or fp32")] = "fp16",
+    head_dim_v: HeadDimVOption = None,
+    kv_dtype: KvDtypeOption = None,
     seq: Annotated[int | None, typer.Option(
         min=1, max=MAX_EXTENT,
         help="sequence length (kv length for decode); this or --kv-len")] = None,
@@ -147,7 +156,8 @@ def bench(
 
     problem = problem_from_options(
         head_dim=head_dim, dtype=dtype, seq=seq, q_len=q_len, kv_len=kv_len, mode=mode,
-        causal=causal, heads_q=heads_q, heads_kv=heads_kv, batch=batch,
+        causal=causal, heads_q=heads_q, heads_kv=heads_kv, batch=batch, head_dim_v=head_dim_v,
+        kv_dtype=kv_dtype,
     )
     try:
         settings = BenchSettings(warmup=warmup, iterations=iters, n_buf=nbuf,

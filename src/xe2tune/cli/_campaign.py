@@ -21,11 +21,14 @@ from xe2tune.cli._problem_options import (
     CausalOption,
     DtypeOption,
     HeadDimOption,
+    HeadDimVOption,
     HeadsKvOption,
     HeadsQOption,
+    KvDtypeOption,
     ModeOption,
     SeqOption,
 )
+from xe2tune.cli._problem_text import head_words
 from xe2tune.db import CampaignRecord, CampaignStatus, CampaignStore, open_store
 
 campaign_app = typer.Typer(help="Campaigns: problems with budgets that workers on many hosts "
@@ -46,6 +49,8 @@ def _campaign_json(c: CampaignRecord) -> dict[str, Any]:
 @campaign_app.command("create")
 def create(
     head_dim: HeadDimOption,
+    head_dim_v: HeadDimVOption = None,
+    kv_dtype: KvDtypeOption = None,
     seq: SeqOption = None,
     mode: ModeOption = None,
     causal: CausalOption = None,
@@ -94,7 +99,8 @@ def create(
     overrides = ProblemOverrides(
         seqs=_csv(seq, int), modes=[mode] if mode else None,
         causal=[causal] if causal is not None else None, dtypes=_csv(dtype, str),
-        heads_q=heads_q, heads_kv=heads_kv, batch=batch)
+        heads_q=heads_q, heads_kv=heads_kv, batch=batch, head_dim_v=head_dim_v,
+        kv_dtype=kv_dtype)
     problems = default_problems(head_dim, on_gpu=not cpu_problems, overrides=overrides)
     name = name or f"hd{head_dim}-{datetime.now(timezone.utc):%Y%m%dT%H%M%S}"
     if not name.strip() or len(name) > 128:
@@ -194,8 +200,8 @@ def status(campaign: CampaignOption, db: DbOption = None, as_json: JsonOption = 
         best = s["best_median_s"]
         state = ("finished" if s["finished"] else s["closed"] or "tuning") + (
             ", confirmed" if s["confirmed"] else "")
-        studies.add_row(s["device"], s["workers"], f"{p['mode']} D={p['head_dim']} "
-                        f"{p['dtype']} kv={p['kv_len']} causal={p['causal']}",
+        studies.add_row(s["device"], s["workers"], f"{p['mode']} {head_words(p)} "
+                        f"kv={p['kv_len']} causal={p['causal']}",
                         f"{s['done']} / {s['budget']}", str(s["running"]),
                         "-" if best is None else f"{best * 1e3:.4g} ms", state)
     console.print(studies if rows else "no worker has started yet")

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from xe2tune.cli._app import console
+from xe2tune.cli._problem_text import head_words
 from xe2tune.cli._vocabulary import seed_vocabulary
 from xe2tune.errors import Xe2TuneError
 from xe2tune.kernels import (
@@ -74,14 +75,14 @@ def _cartesian(family: KernelFamily, problem: ProblemSpec) -> int:
 
 
 def _space_key(member: KernelFamily, problem: ProblemSpec, caps: DeviceCaps) -> tuple:
-    # What the families' spaces and validation read of a problem: its mode, head dim, dtype and
-    # heads, and (through the space itself) the decode rows; never the sequence lengths, batch
+    # What the families' spaces and validation read of a problem: its mode, head dims, dtypes
+    # and heads, and (through the space itself) the decode rows; never the sequence lengths, batch
     # or mask (tests/test_dry_run.py checks this for every family). Problems that differ only
     # there share one enumeration: a dry run of the default GPU problems enumerates ~300,000
     # candidate configs per problem.
     space = tuple((n, tuple(v)) for n, v in member.parameter_space(problem).items())
-    return (member.name, space, problem.mode, problem.head_dim, problem.dtype, problem.heads_q,
-            problem.heads_kv, caps)
+    return (member.name, space, problem.mode, problem.head_dim, problem.head_dim_v,
+            problem.dtype, problem.kv_dtype, problem.heads_q, problem.heads_kv, caps)
 
 
 _VALID: dict[tuple, tuple[LauncherConfig, ...]] = {}
@@ -259,7 +260,7 @@ def print_dry_run(
     console.print(f"[bold]dry run on {target}[/] ({caps.name}): nothing is run", highlight=False)
     for p in plans:
         pr = p.problem
-        console.print(f"\n[bold]{pr.mode} D={pr.head_dim} {pr.dtype} q={pr.q_len} kv={pr.kv_len} "
+        console.print(f"\n[bold]{pr.mode} {head_words(pr)} q={pr.q_len} kv={pr.kv_len} "
                       f"heads {pr.heads_q}/{pr.heads_kv} batch {pr.batch} causal={pr.causal}[/]",
                       highlight=False)
         if p.unavailable:

@@ -20,6 +20,8 @@ from xe2tune.cli._app import app, console, fail
 from xe2tune.cli._bench import parse_config, problem_from_options
 from xe2tune.cli._devices import DeviceOption, JsonOption
 from xe2tune.cli._isa_view import capture_isa, compiler_missing, print_isa
+from xe2tune.cli._problem_options import HeadDimOption, HeadDimVOption, KvDtypeOption
+from xe2tune.cli._problem_text import head_words
 from xe2tune.cli._vocabulary import seed_vocabulary
 from xe2tune.errors import InvalidConfig, Xe2TuneError
 from xe2tune.kernels import (
@@ -112,8 +114,10 @@ def _print(capture: SpirvCapture, isa: list[ModuleIsa], head: str, config: str,
 
 @app.command()
 def inspect(
-    head_dim: Annotated[int, typer.Option("--head-dim", help="64, 96, 128, 192 or 256")],
+    head_dim: HeadDimOption,
     dtype: Annotated[str, typer.Option(help="fp16, bf16 or fp32")] = "fp16",
+    head_dim_v: HeadDimVOption = None,
+    kv_dtype: KvDtypeOption = None,
     seq: Annotated[int | None, typer.Option(help="sequence length (kv length for decode)")] = None,
     q_len: Annotated[int | None, typer.Option("--q-len")] = None,
     kv_len: Annotated[int | None, typer.Option("--kv-len")] = None,
@@ -139,7 +143,8 @@ def inspect(
     """Build a config (the family's default when none is given) and summarize its SPIR-V."""
     problem = problem_from_options(
         head_dim=head_dim, dtype=dtype, seq=seq, q_len=q_len, kv_len=kv_len, mode=mode,
-        causal=causal, heads_q=heads_q, heads_kv=heads_kv, batch=batch,
+        causal=causal, heads_q=heads_q, heads_kv=heads_kv, batch=batch, head_dim_v=head_dim_v,
+        kv_dtype=kv_dtype,
     )
     if target is not None and device is not None:
         raise fail("--target (a catalog GPU) and --device (a live one) exclude each other")
@@ -180,7 +185,7 @@ def inspect(
         }, indent=2))
         return
     p = problem
-    head = (f"[bold]{chosen.name}[/] for {where} ({caps.name}): {p.mode} D={p.head_dim} "
-            f"{p.dtype} q={p.q_len} kv={p.kv_len} heads {p.heads_q}/{p.heads_kv} batch "
+    head = (f"[bold]{chosen.name}[/] for {where} ({caps.name}): {p.mode} {head_words(p)} "
+            f"q={p.q_len} kv={p.kv_len} heads {p.heads_q}/{p.heads_kv} batch "
             f"{p.batch} causal={p.causal}")
     _print(capture, reports, head, seed_vocabulary(launcher), defines)

@@ -16,7 +16,8 @@ from pydantic import ValidationError
 from rich.markup import escape
 
 from xe2tune.cli._app import app, console, fail
-from xe2tune.cli._bench import MAX_EXTENT
+from xe2tune.cli._problem_options import MAX_EXTENT, HeadDimVOption, KvDtypeOption
+from xe2tune.cli._problem_text import head_words
 from xe2tune.cli._table import Column, print_table
 from xe2tune.cli._vocabulary import seed_vocabulary
 from xe2tune.db import (
@@ -28,7 +29,7 @@ from xe2tune.db import (
     open_store,
     results_csv,
 )
-from xe2tune.kernels import DTYPES, MODES
+from xe2tune.kernels import DTYPES, KV_DTYPES, MODES, ProblemSpec
 from xe2tune.measurement import TrialStatus
 
 DbOption = Annotated[str | None, typer.Option(
@@ -51,16 +52,18 @@ def _choice(name: str, value: str | None, accepted: tuple[str, ...]) -> None:
 
 def _validation_message(exc: ValidationError) -> str:
     error = exc.errors()[0]
-    where = ".".join(str(part) for part in error["loc"]) or "input"
-    return f"{where}: {error['msg']}"
+    message = error["msg"].removeprefix("Value error, ")
+    where = ".".join(str(part) for part in error["loc"])
+    return f"{where}: {message}" if where else message
 
 
 def _print_best(best: BestResult) -> None:
     p = best.problem
     source = "exact match" if best.match == "exact" else "NEAREST tuned problem"
-    console.print(f"[bold]{best.device}[/] · {best.family} · {source}: {p.mode} D={p.head_dim} "
-                  f"{p.dtype} q_len={p.q_len} kv_len={p.kv_len} heads={p.heads_q}/{p.heads_kv} "
-                  f"batch={p.batch} {'causal' if p.causal else 'non-causal'}", highlight=False)
+    console.print(f"[bold]{best.device}[/] · {best.family} · {source}: {p.mode} "
+                  f"{head_words(p)} q_len={p.q_len} kv_len={p.kv_len} "
+                  f"heads={p.heads_q}/{p.heads_kv} batch={p.batch} "
+                  f"{'causal' if p.causal else 'non-causal'}", highlight=False)
     console.print(seed_vocabulary(best.config), highlight=False)
     figures = [f"median {best.median_s * 1e3:.4g} ms"]
     if best.tflops is not None:
@@ -88,6 +91,8 @@ def best(
     dtype: Annotated[str, typer.Option("--dtype", help="fp16, bf16 or fp32.")],
     seq: Annotated[int, typer.Option("--seq", min=1, max=MAX_EXTENT,
                                      help="Key length (and query length for prefill).")],
+    head_dim_v: HeadDimVOption = None,
+    kv_dtype: KvDtypeOption = None,
     mode: Annotated[str, typer.Option("--mode", help="prefill or decode.")] = "prefill",
     causal: Annotated[bool, typer.Option("--causal/--no-causal")] = False,
     q_len: Annotated[int | None, typer.Option("--q-len", min=1, max=MAX_EXTENT,
@@ -105,8 +110,10 @@ def best(
     """The best launcher config for a problem, or for the nearest tuned one (flagged)."""
     _choice("dtype", dtype, DTYPES)
     _choice("mode", mode, MODES)
+    _choice("kv dtype", kv_dtype, KV_DTYPES)
     try:
-        query = BestQuery(head_dim=head_dim, dtype=dtype, seq=seq, mode=mode, causal=causal,
+        query = BestQuery(head_dim=head_dim, head_dim_v=head_dim_v, dtype=dtype,
+                          kv_dtype=kv_dtype, seq=seq, mode=mode, causal=causal,
                           q_len=q_len, heads_q=heads_q, heads_kv=heads_kv, batch=batch,
                           device=device)
     except ValidationError as exc:
@@ -114,7 +121,9 @@ def best(
     with closing(open_store(db, read_only=True)) as store:
         found = store.best(query)
     if found is None:
-        raise fail(f"nothing tuned for {mode} head_dim={head_dim} {dtype} "
+        group = ProblemSpec(mode=mode, head_dim=head_dim, head_dim_v=head_dim_v, dtype=dtype,
+                            kv_dtype=kv_dtype, q_len=1, kv_len=seq)
+        raise fail(f"nothing tuned for {mode} {head_words(group)} "
                    f"{'causal' if causal else 'non-causal'} in {store.url}; run xe2tune search")
     if as_json:
         print(found.model_dump_json(indent=2))
@@ -128,7 +137,10 @@ def results(
     device: DeviceOption = None,
     mode: Annotated[str | None, typer.Option("--mode")] = None,
     head_dim: Annotated[int | None, typer.Option("--head-dim")] = None,
+    head_dim_v: Annotated[int | None, typer.Option("--head-dim-v")] = None,
     dtype: Annotated[str | None, typer.Option("--dtype")] = None,
+    kv_dtype: Annotated[str | None, typer.Option("--kv-dtype", help="FP8 K/V problems only: "
+                                                 + ", ".join(KV_DTYPES))] = None,
     causal: Annotated[bool | None, typer.Option("--causal/--no-causal",
                                                 show_default="any")] = None,
     seq_min: Annotated[int | None, typer.Option("--seq-min", min=1, max=MAX_EXTENT,
@@ -146,10 +158,12 @@ def results(
     _choice("dtype", dtype, DTYPES)
     _choice("mode", mode, MODES)
     _choice("status", status, STATUSES)
+    _choice("kv dtype", kv_dtype, KV_DTYPES)
     if limit is not None and limit < 1:
         raise fail(f"--limit must be >= 1, got {limit}")
     try:
-        filters = ResultFilters(device=device, mode=mode, head_dim=head_dim, dtype=dtype,
+        filters = ResultFilters(device=device, mode=mode, head_dim=head_dim,
+                                head_dim_v=head_dim_v, dtype=dtype, kv_dtype=kv_dtype,
                                 causal=causal, seq_min=seq_min, seq_max=seq_max,
                                 status=status, study_id=study)
     except ValidationError as exc:
@@ -169,7 +183,11 @@ def results(
         for row in frame.itertuples(index=False):
             rows.append((
                 str(row.trial_id),
-                f"{row.mode} D{row.head_dim} {row.dtype} {row.q_len}/{row.kv_len} "
+                f"{row.mode} D{row.head_dim}"
+                + (f" Dv{row.head_dim_v}" if row.head_dim_v != row.head_dim else "")
+                + f" {row.dtype}" + (f" K/V={row.kv_dtype}" if isinstance(row.kv_dtype, str)
+                                     else "")
+                + f" {row.q_len}/{row.kv_len} "
                 f"h{row.heads_q}/{row.heads_kv} b{row.batch}{' causal' if row.causal else ''}",
                 row.status, _number(row.median_s, 1e3), _number(row.tflops, 1.0),
                 _number(row.roofline_fraction, 100.0, "%"),

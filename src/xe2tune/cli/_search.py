@@ -13,23 +13,26 @@ from rich.live import Live
 from rich.table import Table
 
 from xe2tune.cli._app import app, console, err_console, fail
-from xe2tune.cli._bench import MAX_EXTENT
 from xe2tune.cli._devices import DeviceOption, JsonOption
 from xe2tune.cli._problem_options import (
+    MAX_EXTENT,
     BatchOption,
     CausalOption,
     DtypeOption,
     HeadDimOption,
+    HeadDimVOption,
     HeadsKvOption,
     HeadsQOption,
+    KvDtypeOption,
     ModeOption,
     SeqOption,
 )
+from xe2tune.cli._problem_text import dtype_words, head_words
 from xe2tune.cli._replay import SAMPLER_HELP
 from xe2tune.cli._table import Column, print_table
 from xe2tune.cli._vocabulary import seed_vocabulary
 from xe2tune.errors import InvalidProblem
-from xe2tune.kernels import catalog_device
+from xe2tune.kernels import ProblemSpec, catalog_device
 
 if TYPE_CHECKING:
     from xe2tune.tuner import StudyProgress, TuneBudget
@@ -123,11 +126,13 @@ class ProgressView:
             return
         pr = p.problem
         if p.phase == "skipped":
-            console.print(f"skipped {pr.mode} seq {pr.kv_len} causal={pr.causal} {pr.dtype}: "
+            console.print(f"skipped {pr.mode} seq {pr.kv_len} causal={pr.causal} "
+                          f"{dtype_words(pr)}: "
                           f"{p.skipped}", highlight=False)
             return
         if p.phase == "starting":
-            console.print(f"study {pr.mode} seq {pr.kv_len} causal={pr.causal} {pr.dtype}: "
+            console.print(f"study {pr.mode} seq {pr.kv_len} causal={pr.causal} "
+                          f"{dtype_words(pr)}: "
                           f"{p.space_size} valid configs of {p.cartesian_size} combinations"
                           + (f"; {p.requeued} trials of a killed search requeued"
                              if p.requeued else ""))
@@ -137,7 +142,7 @@ class ProgressView:
 
     def _render(self, p: StudyProgress) -> Table:
         pr = p.problem
-        t = Table(title=f"{pr.mode} D={pr.head_dim} {pr.dtype} q={pr.q_len} kv={pr.kv_len} "
+        t = Table(title=f"{pr.mode} {head_words(pr)} q={pr.q_len} kv={pr.kv_len} "
                   f"heads {pr.heads_q}/{pr.heads_kv} causal={pr.causal}", show_header=False)
         best = p.best
         t.add_row("run", self.clock.line(p))
@@ -196,10 +201,16 @@ FINAL_COLUMNS = (Column("problem"), Column("best", right=True),
 
 def _print_final(rows: list[dict]) -> None:
     cells, configs = [], []
+    # heads only when they tell one mode's problems apart (MLA decode: 16 and 128 query heads)
+    shapes = {(r["problem"]["mode"], r["problem"]["heads_q"], r["problem"]["heads_kv"])
+              for r in rows}
+    with_heads = len(shapes) > len({mode for mode, _, _ in shapes})
     for r in rows:
         pr, c = r["problem"], r["best_config"]
+        heads = f" h{pr['heads_q']}/{pr['heads_kv']}" if with_heads else ""
         cells.append((
-            f"{pr['mode']} {pr['kv_len']}{' causal' if pr['causal'] else ''} {pr['dtype']}",
+            f"{pr['mode']} {pr['kv_len']}{' causal' if pr['causal'] else ''}{heads} "
+            f"{dtype_words(ProblemSpec.from_dict(pr))}",
             _fmt_ms(r["best_median_s"]),
             f"{r['tflops']:.4g}" if r["tflops"] is not None else "-",
             f"{r['roofline_fraction']:.1%}" if r["roofline_fraction"] is not None else "-",
@@ -220,6 +231,8 @@ def _print_final(rows: list[dict]) -> None:
 @app.command()
 def search(
     head_dim: HeadDimOption,
+    head_dim_v: HeadDimVOption = None,
+    kv_dtype: KvDtypeOption = None,
     seq: SeqOption = None,
     mode: ModeOption = None,
     causal: CausalOption = None,
@@ -288,7 +301,8 @@ def search(
     overrides = ProblemOverrides(
         seqs=_csv(seq, int), modes=[mode] if mode else None,
         causal=[causal] if causal is not None else None, dtypes=_csv(dtype, str),
-        heads_q=heads_q, heads_kv=heads_kv, batch=batch,
+        heads_q=heads_q, heads_kv=heads_kv, batch=batch, head_dim_v=head_dim_v,
+        kv_dtype=kv_dtype,
     )
     problems = default_problems(head_dim, on_gpu=on_gpu, overrides=overrides)
     if dry_run:

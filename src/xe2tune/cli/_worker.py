@@ -16,6 +16,7 @@ import typer
 from xe2tune.cli._app import app, console, err_console, fail
 from xe2tune.cli._campaign import CampaignOption
 from xe2tune.cli._devices import DbOption, DeviceOption, JsonOption
+from xe2tune.cli._problem_text import head_words
 from xe2tune.cli._transport import InsecureOption, TlsCertOption, TlsKeyOption, is_loopback
 
 if TYPE_CHECKING:
@@ -132,7 +133,7 @@ def worker(
         if not quiet and progress.phase == "measured" and progress.config is not None:
             p = progress.problem
             best = progress.best.median_s if progress.best else None
-            console.print(f"{p.mode} D={p.head_dim} kv={p.kv_len} causal={p.causal}: trial "
+            console.print(f"{p.mode} {head_words(p)} kv={p.kv_len} causal={p.causal}: trial "
                           f"measured, best {'-' if best is None else f'{best * 1e3:.4g} ms'}",
                           highlight=False)
 
