@@ -13,7 +13,13 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from xe2tune.kernels import HEAD_DIMS, HEAD_DIMS_V, LauncherConfig, ProblemSpec
+from xe2tune.kernels import (
+    HEAD_DIMS,
+    HEAD_DIMS_V,
+    LauncherConfig,
+    ProblemSpec,
+    default_head_dim_v,
+)
 from xe2tune.measurement import TrialResult, TrialStatus
 
 PeakSource = Literal["catalog", "measured"]
@@ -240,7 +246,8 @@ class BestQuery(_Record):
 
     ``seq`` is the key length (kv_len); for prefill the query length is ``q_len`` or, when None,
     ``seq``. ``heads_q``/``heads_kv``/``batch`` (and decode's ``q_len``) are "any" when None.
-    ``head_dim_v`` None means Dv = D; ``kv_dtype`` None means K/V stored in ``dtype``: neither
+    ``head_dim_v`` None means the default Dv of ``head_dim`` (D itself, 512 for 576);
+    ``kv_dtype`` None means K/V stored in ``dtype``: neither
     is ever "any", so the answer always comes from a problem of the same :func:`problem_group`.
     """
 
@@ -283,7 +290,8 @@ class BestQuery(_Record):
     @property
     def group(self) -> ProblemGroup:
         """The :func:`problem_group` every candidate answer must have."""
-        return (self.mode, self.head_dim, self.head_dim_v or self.head_dim, self.dtype,
+        return (self.mode, self.head_dim, self.head_dim_v or default_head_dim_v(self.head_dim),
+                self.dtype,
                 self.kv_dtype, self.causal)
 
     @property

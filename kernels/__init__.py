@@ -36,6 +36,7 @@ from xe2tune.kernels._jit import (
 from xe2tune.kernels._native_build import NativeBuildError, load_extension
 from xe2tune.kernels._prefill import PrefillFamily
 from xe2tune.kernels._problem import (
+    DEFAULT_HEAD_DIM_V,
     DTYPES,
     ELEMENT_BYTES,
     HEAD_DIMS,
@@ -43,6 +44,7 @@ from xe2tune.kernels._problem import (
     KV_DTYPES,
     MODES,
     ProblemSpec,
+    default_head_dim_v,
 )
 from xe2tune.kernels._reference import reference_sdpa
 from xe2tune.kernels._registry import (
@@ -82,6 +84,7 @@ from xe2tune.kernels._xmx_prefill import XmxPrefillFamily
 from xe2tune.kernels._zebin import Zebin, ZebinError, ZeKernelInfo, read_zebin
 
 __all__ = [
+    "DEFAULT_HEAD_DIM_V",
     "DEFAULT_GRF",
     "DOUBLE_GRF",
     "INSTALL_SCRIPT",
@@ -135,6 +138,7 @@ __all__ = [
     "describe_live_device",
     "device_catalog",
     "check_output",
+    "default_head_dim_v",
     "define_flags",
     "dtype_name",
     "families_for",

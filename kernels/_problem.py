@@ -20,6 +20,12 @@ HEAD_DIMS: tuple[int, ...] = (64, 96, 128, 192, 256, 576)
 HEAD_DIMS_V: tuple[int, ...] = (64, 96, 128, 192, 256, 512)
 # D 576 is absorbed MLA decode's (512 latent + 64 rope) and comes with Dv 512: its default Dv.
 DEFAULT_HEAD_DIM_V = {576: 512}
+
+
+def default_head_dim_v(head_dim: int) -> int:
+    """The V/O head dim a problem with this Q/K head dim has when none is named."""
+    return DEFAULT_HEAD_DIM_V.get(head_dim, head_dim)
+
 # FP8 K/V caches (OCP float8): stored as one byte per element with a float scale per tensor or
 # per KV head, converted to Q's dtype in registers (Xe2's DPAS takes no FP8 operands).
 KV_DTYPES: tuple[str, ...] = ("e4m3", "e5m2")
@@ -53,8 +59,7 @@ class ProblemSpec:
 
     def __post_init__(self) -> None:
         if self.head_dim_v is None:
-            object.__setattr__(self, "head_dim_v",
-                               DEFAULT_HEAD_DIM_V.get(self.head_dim, self.head_dim))
+            object.__setattr__(self, "head_dim_v", default_head_dim_v(self.head_dim))
         if self.mode not in MODES:
             raise InvalidProblem(
                 f"mode {self.mode!r} is not supported; accepted: {', '.join(MODES)}"

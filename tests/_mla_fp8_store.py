@@ -20,8 +20,12 @@ MLA_DECODE = tuple(ProblemSpec(mode="decode", head_dim=192, head_dim_v=128, dtyp
                                q_len=1, kv_len=8192, heads_q=hq, heads_kv=1) for hq in (16, 128))
 FP8_MLA_DECODE = ProblemSpec(mode="decode", head_dim=192, head_dim_v=128, dtype="bf16",
                              kv_dtype="e5m2", q_len=1, kv_len=8192, heads_q=128, heads_kv=1)
+# absorbed MLA decode: D 576 comes with Dv 512 when no Dv is named, in queries too
+ABSORBED_MLA_DECODE = ProblemSpec(mode="decode", head_dim=576, dtype="bf16", q_len=1,
+                                  kv_len=4096, heads_q=16, heads_kv=1)
 TUNED = ((MHA_192, 1e-4), (MLA_PREFILL, 5e-3), (MHA_DECODE, 1e-5), (FP8_DECODE, 4e-4),
-         (MLA_DECODE[0], 2e-4), (MLA_DECODE[1], 9e-4), (FP8_MLA_DECODE, 6e-4))
+         (MLA_DECODE[0], 2e-4), (MLA_DECODE[1], 9e-4), (FP8_MLA_DECODE, 6e-4),
+         (ABSORBED_MLA_DECODE, 3e-4))
 
 
 def _config_for(problem: ProblemSpec, bq: int) -> LauncherConfig:
@@ -59,4 +63,8 @@ CASES = [
     (BestQuery(head_dim=192, head_dim_v=128, dtype="bf16", kv_dtype="e5m2", seq=2048,
                mode="decode", heads_q=16), FP8_MLA_DECODE),
     (BestQuery(head_dim=192, dtype="bf16", seq=8192, mode="decode"), None),
+    (BestQuery(head_dim=576, dtype="bf16", seq=4096, mode="decode"), ABSORBED_MLA_DECODE),
+    (BestQuery(head_dim=576, head_dim_v=512, dtype="bf16", seq=4096, mode="decode",
+               heads_q=16), ABSORBED_MLA_DECODE),
+    (BestQuery(head_dim=576, head_dim_v=512, dtype="fp16", seq=4096, mode="decode"), None),
 ]

@@ -16,10 +16,9 @@ from _mla_fp8_store import MLA_PREFILL, fill
 from xe2tune.cli._search import _print_final as print_final
 from xe2tune.db import open_store
 from xe2tune.errors import InvalidProblem
-from xe2tune.kernels import HEAD_DIMS, HEAD_DIMS_V, KV_DTYPES, ProblemSpec
+from xe2tune.kernels import DEFAULT_HEAD_DIM_V, HEAD_DIMS, HEAD_DIMS_V, KV_DTYPES, ProblemSpec
 from xe2tune.tuner import ProblemOverrides, default_problems
 from xe2tune.tuner._problems import (
-    ABSORBED_MLA_HEAD_DIM_V,
     CPU_MLA_DECODE_HEADS_Q,
     GPU_MLA_DECODE_HEADS_Q,
 )
@@ -52,7 +51,7 @@ def test_mla_decode_shares_one_kv_head_among_16_to_128_query_heads(on_gpu: bool)
     assert min(GPU_MLA_DECODE_HEADS_Q) == 16 and max(GPU_MLA_DECODE_HEADS_Q) == 128
 
 
-@pytest.mark.parametrize(("head_dim", "head_dim_v"), sorted(ABSORBED_MLA_HEAD_DIM_V.items()))
+@pytest.mark.parametrize(("head_dim", "head_dim_v"), sorted(DEFAULT_HEAD_DIM_V.items()))
 def test_an_absorbed_mla_head_dim_defaults_to_mla_decode(head_dim: int, head_dim_v: int) -> None:
     """``search --head-dim 576``: MLA decode, Dv 512, once the kernels accept D 576; until then
     refused as any unsupported head dim is."""

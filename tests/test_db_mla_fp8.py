@@ -90,7 +90,7 @@ def test_cpp_header_picks_the_entry_of_the_same_dv_and_kv_dtype(filled, tmp_path
     queries = [query for query, _ in CASES]
     answers = [expected_line(store, q) for q in queries]
     assert dispatch(store.best_per_problem(), queries, tmp_path) == answers
-    assert sum(line != "none" for line in answers) == 9
+    assert sum(line != "none" for line in answers) == sum(e is not None for _, e in CASES)
 
 
 def _downgrade(url: str, revision: str) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from xe2tune.kernels import ProblemSpec
+from xe2tune.kernels import ProblemSpec, default_head_dim_v
 
 GPU_PREFILL_SEQS = (512, 1024, 2048, 4096, 8192)
 GPU_DECODE_KV = (1024, 4096, 16384, 32768)
@@ -14,10 +14,6 @@ GPU_DECODE_KV = (1024, 4096, 16384, 32768)
 # problem is still large enough that tile choices matter.
 CPU_PREFILL_SEQS = (512,)
 CPU_DECODE_KV = (4096,)
-# Absorbed latent attention (DeepSeek-V2/V3 MLA decode): Q/K head dim -> the V/O head dim it
-# implies when the user names none (576 = 512 latent + 64 rope, V the 512-wide latent itself).
-# Only head dims the kernels accept become problems; the others are refused as any head dim is.
-ABSORBED_MLA_HEAD_DIM_V = {576: 512}
 # Latent attention decode: one latent K/V head shared by every query head (DeepSeek-V2-Lite has
 # 16 query heads, V3 128); on the CPU device the small end only, to keep the run short.
 GPU_MLA_DECODE_HEADS_Q = (16, 128)
@@ -71,9 +67,10 @@ def default_problems(
     Raises:
         InvalidProblem: for an unsupported head dim, Dv, kv dtype, dtype or shape.
     """
-    head_dim_v = overrides.head_dim_v or ABSORBED_MLA_HEAD_DIM_V.get(head_dim, head_dim)
+    head_dim_v = overrides.head_dim_v or default_head_dim_v(head_dim)
     mla = head_dim_v != head_dim
-    absorbed = head_dim in ABSORBED_MLA_HEAD_DIM_V
+    # absorbed MLA decode (576 = 512 latent + 64 rope): the head dims with a Dv of their own
+    absorbed = default_head_dim_v(head_dim) != head_dim
     modes = overrides.modes or (("decode",) if mla and absorbed else
                                 ("prefill",) if mla else ("prefill", "decode"))
     dtypes = overrides.dtypes or (GPU_MLA_DTYPES if mla and on_gpu else ("fp16",))

@@ -83,7 +83,8 @@ def forget_tuned_configs() -> None:
 
 
 def _lookup(url: str, problem: ProblemSpec, device_name: str) -> LauncherConfig | None:
-    query = BestQuery(head_dim=problem.head_dim, dtype=problem.dtype, seq=problem.kv_len,
+    query = BestQuery(head_dim=problem.head_dim, head_dim_v=problem.head_dim_v,
+                      dtype=problem.dtype, kv_dtype=problem.kv_dtype, seq=problem.kv_len,
                       mode=problem.mode, causal=problem.causal, q_len=problem.q_len,
                       heads_q=problem.heads_q, heads_kv=problem.heads_kv, batch=problem.batch,
                       device=device_name)
