@@ -9,6 +9,7 @@ nothing is tuned.
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -117,3 +118,22 @@ def test_a_config_that_is_not_one_is_refused(cpu_queue) -> None:
     q = np.zeros((8, 2, 64), np.float16)
     with pytest.raises(InvalidConfig, match="'fastest'"):
         xe2tune.sdpa(q, q, q, config="fastest", device=cpu_queue)
+
+
+def test_sdpa_never_launches_a_config_tuned_for_another_dv(cpu_queue, cpu_caps, database: str,
+                                                           builds: list[dict]) -> None:
+    mha = ProblemSpec(mode="prefill", head_dim=192, dtype="fp16", q_len=40, kv_len=40,
+                      heads_q=4, heads_kv=2, causal=True)
+    mla = dataclasses.replace(mha, head_dim_v=128)
+    for_mha = store_tuned(database, cpu_queue, cpu_caps, mha)
+    default = family_for(mla, cpu_caps).default_config(mla, cpu_caps)
+    # the MHA problem's best (ShapeOut (BQ, 192)) cannot even launch the MLA problem: taking it
+    # would fail the call instead of running the MLA default
+    assert for_mha.shape_out[1] == 192 != default.shape_out[1]
+    _run(mla, cpu_queue)
+    assert builds[-1] == _defines(default, mla, cpu_caps)
+
+    forget_tuned_configs()
+    for_mla = store_tuned(database, cpu_queue, cpu_caps, mla)
+    _run(mla, cpu_queue)
+    assert builds[-1] == _defines(for_mla, mla, cpu_caps)
