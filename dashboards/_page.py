@@ -5,6 +5,15 @@ roofline of the device its buttons select, a page of the best-configs table, a s
 ``xe2tune report`` embeds the same views, bounded (every device's roofline, the first
 ``REPORT_ROWS`` table rows, the ``REPORT_STUDIES`` studies with the most trials), and
 plotly.js: one offline file whose size does not grow with the database.
+
+The page's stylesheet and script are the package files ``page.css`` and ``page.js``. The script
+draws the embedded summary's table filters, study list and device buttons, then fetches each
+view (one device's roofline at a time, the one its button selects): live, from the server's
+``/dashboard/*`` endpoints (the server filters, sorts and pages the table and downsamples the
+rooflines); in a report, from the views embedded in the file (the table's bounded rows are
+filtered and sorted in the page). It records ``performance`` marks (``xe2t-table``,
+``xe2t-roofline``, ``xe2t-study``, then ``xe2t-ready`` once the frame showing them is
+produced) for the benchmarks.
 """
 
 from __future__ import annotations
@@ -12,12 +21,12 @@ from __future__ import annotations
 import dataclasses
 import json
 from datetime import datetime, timezone
+from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from xe2tune.dashboards._convergence import _build_convergence_figure
 from xe2tune.dashboards._importance import _build_importance_figure
 from xe2tune.dashboards._labels import study_label
-from xe2tune.dashboards._page_assets import PAGE_CSS, PAGE_SCRIPT
 from xe2tune.dashboards._plotly_imports import plotly_js, to_json
 from xe2tune.dashboards._roofline import _build_roofline_figure
 
@@ -27,6 +36,9 @@ if TYPE_CHECKING:
     from xe2tune.dashboards._convergence import ConvergenceInfo
     from xe2tune.dashboards._importance import ImportanceInfo
     from xe2tune.dashboards._roofline import RooflineInfo
+
+PAGE_CSS = resources.files(__package__).joinpath("page.css").read_text(encoding="utf-8")
+PAGE_SCRIPT = resources.files(__package__).joinpath("page.js").read_text(encoding="utf-8")
 
 
 def _table_row(row: BestRow) -> dict[str, Any]:

@@ -1,50 +1,4 @@
-"""The dashboard page's stylesheet and script (kept apart from the Python that fills them).
 
-The script draws the embedded summary's table filters, study list and device buttons, then
-fetches each view (one device's roofline at a time, the one its button selects):
-live, from the server's ``/dashboard/*`` endpoints (the server filters, sorts and pages the
-table and downsamples the rooflines); in a report, from the views embedded in the file (the
-table's bounded rows are filtered and sorted in the page). It records ``performance`` marks
-(``xe2t-table``, ``xe2t-roofline``, ``xe2t-study``, then ``xe2t-ready`` once the frame
-showing them is produced) for the benchmarks.
-"""
-
-from __future__ import annotations
-
-PAGE_CSS = """
-body { font: 14px/1.4 system-ui, sans-serif; margin: 0 1rem 2rem; color: #222; }
-header { display: flex; align-items: baseline; gap: 1.5rem; border-bottom: 1px solid #ddd; }
-header h1 { font-size: 1.4rem; margin: .6rem 0; }
-#status { color: #555; }
-h2 { font-size: 1.1rem; margin: 1.2rem 0 .4rem; }
-#filters label { margin-right: 1rem; }
-table { border-collapse: collapse; margin-top: .5rem; font-size: 12.5px; width: 100%; }
-th, td { padding: 3px 6px; border-bottom: 1px solid #eee; text-align: right; vertical-align: top; }
-th { cursor: pointer; user-select: none; background: #f3f3f3; position: sticky; top: 0;
-     white-space: nowrap; }
-td { white-space: nowrap; }
-th.sorted-asc::after { content: " \\25B2"; } th.sorted-desc::after { content: " \\25BC"; }
-td.text { text-align: left; white-space: normal; }
-td.config { text-align: left; white-space: normal; font-family: ui-monospace, monospace;
-            font-size: 11.5px; min-width: 14em; }
-th.lead, td.lead { background: #f7fbff; font-weight: 600; }
-tr.row { cursor: pointer; } tr.row:hover td { background: #fffbe6; }
-tr.detail td { background: #fafafa; text-align: left; white-space: normal; }
-tr.detail table { width: auto; margin: .2rem 0 .4rem; }
-#pager { margin: .4rem 0; color: #555; } #pager button { margin: 0 .3rem; }
-.pair { display: grid; grid-template-columns: 3fr 2fr; gap: 1rem; }
-.note { color: #666; padding: 1rem 0; }
-#study { max-width: 100%; }
-.scroll { max-height: 75vh; overflow-y: auto; }
-.caption { color: #555; font-size: 12px; margin: 0 0 0 1rem; }
-#devices { display: flex; flex-wrap: wrap; gap: .3rem; margin: 0 0 .4rem; }
-#devices button { font: inherit; padding: 2px 10px; border: 1px solid #bbb; border-radius: 3px;
-                  background: #f7f7f7; cursor: pointer; }
-#devices button[aria-pressed="true"] { background: #1f4e79; border-color: #1f4e79; color: #fff; }
-#rooflines { max-width: 920px; }
-"""
-
-PAGE_SCRIPT = """
 (function () {
   "use strict";
   performance.mark("xe2t-start");
@@ -64,8 +18,8 @@ PAGE_SCRIPT = """
     ["time_ms", "time (ms)", "lead", "median of the best config"],
     ["tflops", "TFLOP/s", "lead", "achieved"],
     ["roofline_pct", "roofline %", "lead", "achieved / attainable at this intensity"],
-    ["speedup", "\\u00d7 default", "lead", "default config's time / best's time"],
-    ["baseline_speedup", "\\u00d7 baseline", "lead",
+    ["speedup", "\u00d7 default", "lead", "default config's time / best's time"],
+    ["baseline_speedup", "\u00d7 baseline", "lead",
      "fastest seeded baseline's time / best's time"],
     ["device", "device", "text"], ["mode", "mode", "text"], ["head_dim", "D"],
     ["dtype", "dtype", "text"], ["q_len", "q"], ["kv_len", "kv"], ["heads_q", "Hq/Hkv"],
@@ -114,14 +68,14 @@ PAGE_SCRIPT = """
   };
 
   function number(value) {
-    if (value === null || value === undefined) return "\\u2013";
+    if (value === null || value === undefined) return "\u2013";
     if (typeof value === "number" && !Number.isInteger(value)) return value.toPrecision(4);
     return String(value);
   }
 
   function cell(row, key) {
     if (key === "speedup" || key === "baseline_speedup") {
-      return row[key] === null ? "\\u2013" : row[key].toFixed(2) + "\\u00d7";
+      return row[key] === null ? "\u2013" : row[key].toFixed(2) + "\u00d7";
     }
     if (key === "heads_q") return row.heads_q + "/" + row.heads_kv;
     if (key === "roofline_pct" && row[key] !== null) return row[key].toFixed(1);
@@ -177,7 +131,7 @@ PAGE_SCRIPT = """
     const lines = [["trial", row.trial_id], ["study", row.study_id],
                    ["best is baseline", row.baseline || "no"]];
     const head = document.createElement("div");
-    head.textContent = lines.map(([k, v]) => k + " " + v).join(" \\u00b7 ");
+    head.textContent = lines.map(([k, v]) => k + " " + v).join(" \u00b7 ");
     td.appendChild(head);
     if (row.baselines.length) {
       const table = document.createElement("table");
@@ -187,7 +141,7 @@ PAGE_SCRIPT = """
         const line = table.insertRow();
         for (const value of [b.label, b.family, b.config,
                              b.time_ms === null ? b.status : number(b.time_ms),
-                             b.speedup === null ? "\\u2013" : b.speedup.toFixed(2) + "\\u00d7"]) {
+                             b.speedup === null ? "\u2013" : b.speedup.toFixed(2) + "\u00d7"]) {
           line.insertCell().textContent = value;
         }
       }
@@ -241,7 +195,7 @@ PAGE_SCRIPT = """
     const pager = document.getElementById("pager");
     const last = Math.min(view.offset + page.rows.length, page.total);
     pager.replaceChildren();
-    pager.append(page.total ? "rows " + (view.offset + 1) + "\\u2013" + last + " of " +
+    pager.append(page.total ? "rows " + (view.offset + 1) + "\u2013" + last + " of " +
                  page.total : "no tuned problem matches");
     for (const [text, offset] of [["previous", view.offset - view.limit],
                                   ["next", view.offset + view.limit]]) {
@@ -375,15 +329,15 @@ PAGE_SCRIPT = """
     const c = summary.counts;
     const mode = settings.live ? "live, checks every " + settings.pollMs / 1000 + " s"
                                : "report generated " + settings.generated;
-    const shown = embedded === null ? (summary.studies.length < c.studies ? " \\u00b7 the " +
+    const shown = embedded === null ? (summary.studies.length < c.studies ? " \u00b7 the " +
       summary.studies.length + " latest of " + c.studies + " studies listed (any opens from " +
-      "its table row)" : "") : " \\u00b7 " + embedded.rows.length + " of " + c.tuned +
+      "its table row)" : "") : " \u00b7 " + embedded.rows.length + " of " + c.tuned +
       " table rows and " + summary.studies.length + " of " + c.studies + " studies in this file";
     document.getElementById("status").textContent =
-      mode + " \\u00b7 data version " + summary.version + " \\u00b7 " +
+      mode + " \u00b7 data version " + summary.version + " \u00b7 " +
       c.measurements.toLocaleString("en") + " measurements (" + c.ok.toLocaleString("en") +
-      " OK) \\u00b7 " + c.tuned + " tuned problems on " + c.devices + " devices" + shown +
-      (extra ? " \\u00b7 " + extra : "");
+      " OK) \u00b7 " + c.tuned + " tuned problems on " + c.devices + " devices" + shown +
+      (extra ? " \u00b7 " + extra : "");
   }
 
   function timed(name, promise) {
@@ -433,4 +387,3 @@ PAGE_SCRIPT = """
     console.error(error);
   });
 })();
-"""
