@@ -55,7 +55,7 @@ DEVICE = DeviceRecord(
 def launcher_config(bq: int = 64, bk: int = 64, stages: int = 2, *, head_dim: int = 128,
                     bv: int = 32, family: str = "sdpa_prefill",
                     **knobs: int | str | bool) -> LauncherConfig:
-    """A launcher config in the seed's vocabulary (ShapeQK<bq,bk,32>, ShapePV<bq,bv,bk>, ...)."""
+    """A launcher config in the seed vocabulary (ShapeQK<bq,bk,32>, ShapePV<bq,bv,bk>, ...)."""
     return LauncherConfig(family=family, shape_qk=(bq, bk, 32), shape_pv=(bq, bv, bk),
                           shape_out=(bq, head_dim), subgroup_layout=(bq // 8, 1),
                           stages=stages, subgroup_size=16, knobs=tuple(knobs.items()))

@@ -2,7 +2,7 @@
 SPIR-V comparison at the end: a real build on opencl:cpu).
 
 B580 below is stated here rather than read from the catalog, so these tests pin the rules
-against the figures of ../shared/notes/xe2-facts.md: an Intel GPU with subgroups of 16 and 32,
+against the figures of docs/xe2-facts.md: an Intel GPU with subgroups of 16 and 32,
 1024 work-items per work-group, 128 KiB of local memory, 128 or 256 registers of 64 bytes per
 thread (512 work-items per work-group with 256), and an 8 x 16 x 16 matrix engine.
 """
