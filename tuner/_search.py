@@ -49,6 +49,21 @@ def run_search(
     buffers do not fit) is skipped before any trial with its reason (``StudyProgress.skipped``,
     phase "skipped"); the search goes on with the next.
 
+    Args:
+        plan: the problems, the sampler, the budget per study, the seed and the confirmation
+            round ending each study.
+        store: the results database; it also holds the leases and reservations that let
+            several searches share a study.
+        runner: builds and measures each trial (normally in the device process).
+        listing: the device measured on, as its studies are named.
+        device_id: that device's row in ``store`` (its ceilings, for the roofline fraction).
+        observe: called with a ``StudyProgress`` at every step (for progress output).
+        should_stop: polled between steps; True ends the search after the trial in flight,
+            which is abandoned and stays untried.
+
+    Returns:
+        One ``StudyProgress`` per problem, in the plan's order.
+
     Raises:
         EmptySpaceError: a problem without a single valid config on this device.
         WorkerError: the runner failed.

@@ -72,6 +72,21 @@ def run_worker(
 ) -> WorkerTally:
     """Work on the campaign until its studies on this device are finished (or a stop).
 
+    Args:
+        campaign: the campaign, as ``CampaignStore.get`` returns it.
+        store: the results database the campaign lives in.
+        campaigns: the campaign side of ``store`` (budget slots, workers).
+        runner: builds and measures each trial (normally in the device process).
+        listing: this device; identical devices (name, driver, compute units) share studies.
+        device_id: that device's row in ``store``.
+        observe: called with a ``StudyProgress`` at every step.
+        should_stop: polled between steps; True returns the trial in flight to the pool.
+        follow: keep polling for work once every budget is spent, until ``should_stop``.
+        seed: the sampler's seed (None: random).
+
+    Returns:
+        What this worker did per problem (measured, reused, failed, confirmed, skipped).
+
     Raises:
         EmptySpaceError: a problem without a single valid config on this device.
         WorkerError: the runner failed.
