@@ -27,7 +27,14 @@ from sqlalchemy import create_engine, text
 from tests._api_fixtures import free_port, running_server, xe2tune_command
 from tests._stated_ceilings import store_stated_ceilings
 from xe2tune.cli._session import listing_for
-from xe2tune.db import COUNTED_BY_ATTR, CampaignStore, LeaseRecord, WorkerTokenStore, open_store
+from xe2tune.db import (
+    COUNTED_BY_ATTR,
+    CampaignStore,
+    LeaseRecord,
+    SqlCoordination,
+    WorkerTokenStore,
+    open_store,
+)
 from xe2tune.db.testing import DEVICE, prefill, tune
 from xe2tune.errors import StoreError
 from xe2tune.kernels import family_source_hash, get_family, search_family
@@ -47,10 +54,10 @@ def xe2tune(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
 # -- slots on the store alone ------------------------------------------------------------------
 
 
-def _lease(store, owner: str, minutes: float = 1.0) -> None:
-    store.hold_lease(LeaseRecord(owner=owner, host="elsewhere", pid=1,
-                                 expires_at=datetime.now(timezone.utc)
-                                 + timedelta(minutes=minutes)))
+def _lease(coordination: SqlCoordination, owner: str, minutes: float = 1.0) -> None:
+    coordination.hold_lease(LeaseRecord(owner=owner, host="elsewhere", pid=1,
+                                        expires_at=datetime.now(timezone.utc)
+                                        + timedelta(minutes=minutes)))
 
 
 def test_a_budget_is_handed_out_once_and_a_dead_workers_slot_comes_back(
@@ -58,26 +65,27 @@ def test_a_budget_is_handed_out_once_and_a_dead_workers_slot_comes_back(
     store = open_store(backend_url)
     try:
         campaigns = CampaignStore(store)
+        coordination = SqlCoordination(store)
         campaign = campaigns.create(name="slots", sampler="random", trials=2, patience=None,
                                     confirm_rounds=2, problems=[prefill(512)])
         link = campaigns.link_study(campaign.id, tune(store, prefill(512), []))
         assert campaigns.link_study(campaign.id, store.studies()[0].id) == link  # joined
         for owner in ("a", "b", "c"):
-            _lease(store, owner)
-        assert campaigns.claim_slot(link, 2, "a") == 0
-        assert campaigns.claim_slot(link, 2, "b") == 1
-        assert campaigns.claim_slot(link, 2, "c") is None  # the budget is held
-        assert campaigns.claim_slot(link, 2, "c", confirmation=True) is None  # not done yet
-        campaigns.settle_slot(link, 0, "a", trial_number=0)
-        _lease(store, "b", minutes=-1)  # b died: its slot is free again, a's stays done
-        assert campaigns.claim_slot(link, 2, "c") == 1
-        campaigns.free_slot(link, 1, "c")  # c stopped: the slot goes back unspent
-        assert campaigns.claim_slot(link, 2, "a") == 1
-        campaigns.settle_slot(link, 1, "a", trial_number=1)
-        assert campaigns.claim_slot(link, 2, "c") is None
-        assert campaigns.claim_slot(link, 2, "c", confirmation=True) == 2
-        assert campaigns.claim_slot(link, 2, "a", confirmation=True) is None
-        campaigns.settle_slot(link, 2, "c", trial_number=None)
+            _lease(coordination, owner)
+        assert coordination.claim_slot(link, 2, "a") == 0
+        assert coordination.claim_slot(link, 2, "b") == 1
+        assert coordination.claim_slot(link, 2, "c") is None  # the budget is held
+        assert coordination.claim_slot(link, 2, "c", confirmation=True) is None  # not done yet
+        coordination.settle_slot(link, 0, "a", trial_number=0)
+        _lease(coordination, "b", minutes=-1)  # b died: its slot is free again, a's stays done
+        assert coordination.claim_slot(link, 2, "c") == 1
+        coordination.free_slot(link, 1, "c")  # c stopped: the slot goes back unspent
+        assert coordination.claim_slot(link, 2, "a") == 1
+        coordination.settle_slot(link, 1, "a", trial_number=1)
+        assert coordination.claim_slot(link, 2, "c") is None
+        assert coordination.claim_slot(link, 2, "c", confirmation=True) == 2
+        assert coordination.claim_slot(link, 2, "a", confirmation=True) is None
+        coordination.settle_slot(link, 2, "c", trial_number=None)
         (study,) = campaigns.status(campaign.id).studies
         assert (study.done, study.budget, study.confirmed, study.finished) == (2, 2, True, True)
     finally:

@@ -30,7 +30,7 @@ import pytest
 from tests._api_fixtures import running_server, xe2tune_command
 from tests._stated_ceilings import store_stated_ceilings
 from xe2tune.cli._session import listing_for
-from xe2tune.db import BestQuery, LeaseRecord, open_store
+from xe2tune.db import BestQuery, LeaseRecord, SqlCoordination, open_store
 from xe2tune.db.testing import ok_result, prefill, tune
 from xe2tune.harness import TrialStatus
 from xe2tune.kernels import (
@@ -315,22 +315,24 @@ def test_a_config_is_reserved_by_one_search_and_taken_over_when_its_holder_dies(
     store = open_store(f"sqlite:///{tmp_path / 'r.db'}")
     try:
         study_id = tune(store, prefill(512), [])
+        coordination = SqlCoordination(store)
         later = datetime.now(timezone.utc) + timedelta(minutes=1)
         for owner in ("a", "b"):
-            store.hold_lease(LeaseRecord(owner=owner, host="elsewhere", pid=1, expires_at=later))
-        assert store.reserve_config(study_id, "h1", owner="a", trial_number=0) is None
-        assert store.reserve_config(study_id, "h1", owner="b") == "a"
-        assert store.reserve_config(study_id, "h1", owner="a") is None  # again: still a's
-        assert store.reserve_config(study_id, "h2", owner="b") is None
-        store.hold_lease(LeaseRecord(owner="a", host="elsewhere", pid=1,
-                                     expires_at=datetime.now(timezone.utc) - timedelta(1)))
-        assert store.reserve_config(study_id, "h1", owner="b") is None  # a's lease expired
-        store.release_config(study_id, "h1", owner="b")
-        store.release_leases(["b"])
-        assert [lease.owner for lease in store.leases()] == ["a"]
-        assert store.reserve_config(study_id, "h2", owner="a") is None  # b's went with it
+            coordination.hold_lease(LeaseRecord(owner=owner, host="elsewhere", pid=1,
+                                                expires_at=later))
+        assert coordination.reserve_config(study_id, "h1", owner="a", trial_number=0) is None
+        assert coordination.reserve_config(study_id, "h1", owner="b") == "a"
+        assert coordination.reserve_config(study_id, "h1", owner="a") is None  # again: still a's
+        assert coordination.reserve_config(study_id, "h2", owner="b") is None
+        coordination.hold_lease(LeaseRecord(owner="a", host="elsewhere", pid=1,
+                                            expires_at=datetime.now(timezone.utc) - timedelta(1)))
+        assert coordination.reserve_config(study_id, "h1", owner="b") is None  # a's lease expired
+        coordination.release_config(study_id, "h1", owner="b")
+        coordination.release_leases(["b"])
+        assert [lease.owner for lease in coordination.leases()] == ["a"]
+        assert coordination.reserve_config(study_id, "h2", owner="a") is None  # b's went with it
         version = store.data_version()
-        store.hold_lease(LeaseRecord(owner="a", host="elsewhere", pid=1, expires_at=later))
+        coordination.hold_lease(LeaseRecord(owner="a", host="elsewhere", pid=1, expires_at=later))
         assert store.data_version() == version  # coordination is not result data
     finally:
         store.close()
@@ -338,19 +340,20 @@ def test_a_config_is_reserved_by_one_search_and_taken_over_when_its_holder_dies(
 
 def test_a_killed_search_on_this_host_is_dead_at_once(tmp_path):
     store = open_store(f"sqlite:///{tmp_path / 'l.db'}")
+    coordination = SqlCoordination(store)
     child = subprocess.Popen(["sleep", "30"])
     try:
-        with SearchLease(store, heartbeat_s=0.1) as lease:
+        with SearchLease(coordination, heartbeat_s=0.1) as lease:
             later = datetime.now(timezone.utc) + timedelta(minutes=1)
-            store.hold_lease(LeaseRecord(owner="killed", host=lease.host, pid=child.pid,
-                                         expires_at=later))
+            coordination.hold_lease(LeaseRecord(owner="killed", host=lease.host, pid=child.pid,
+                                                expires_at=later))
             assert lease.live_owners() == {lease.owner, "killed"}
             child.kill()
             # A zombie until reaped (the test does not reap it here): dead all the same.
             wait_until(lambda: not pid_running(child.pid), timeout=10, what="the kill")
             assert lease.live_owners() == {lease.owner}
-            assert [x.owner for x in store.leases()] == [lease.owner]
-        assert store.leases() == []
+            assert [x.owner for x in coordination.leases()] == [lease.owner]
+        assert coordination.leases() == []
     finally:
         child.kill()
         child.wait()
@@ -366,19 +369,20 @@ def test_a_trial_killed_between_ask_and_mark_is_requeued_when_no_other_search_li
     study_id = tune(store, prefill(512), [])
     storage = optuna.storages.RDBStorage(url)
     study = optuna.create_study(study_name="unmarked", storage=storage)
+    coordination = SqlCoordination(store)
     other = subprocess.Popen(["sleep", "30"])
     try:
-        with SearchLease(store, heartbeat_s=0.1) as lease:
+        with SearchLease(coordination, heartbeat_s=0.1) as lease:
             book = TrialBook(study, storage, lease)
             orphan = study.ask()  # RUNNING, no params, no owner
             later = datetime.now(timezone.utc) + timedelta(minutes=1)
-            store.hold_lease(LeaseRecord(owner="alive", host=lease.host, pid=other.pid,
-                                         expires_at=later))
+            coordination.hold_lease(LeaseRecord(owner="alive", host=lease.host, pid=other.pid,
+                                                expires_at=later))
             # another search lives: it may be between its ask and its mark, so wait the grace
-            assert book.recover(store, study_id, lambda params: None) == 0
+            assert book.recover(study_id, lambda params: None) == 0
             assert study.get_trials()[orphan.number].state.name == "RUNNING"
-            store.release_leases(["alive"])
-            assert book.recover(store, study_id, lambda params: None) == 1
+            coordination.release_leases(["alive"])
+            assert book.recover(study_id, lambda params: None) == 1
             assert study.get_trials()[orphan.number].state.name == "WAITING"
             assert study.ask().number == orphan.number  # the next ask samples it
     finally:

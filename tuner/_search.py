@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from xe2tune.db import ResultStore
+from xe2tune.db import SqlCoordination, SqlResultStore
 from xe2tune.errors import InvalidProblem
 from xe2tune.harness import DeviceListing, problem_unfit_reason
 from xe2tune.kernels import ProblemSpec, family_source_hash, search_family
@@ -36,7 +36,7 @@ def _skipped(problem: ProblemSpec, reason: str, budget: TuneBudget) -> StudyProg
 def run_search(
     plan: SearchPlan,
     *,
-    store: ResultStore,
+    store: SqlResultStore,
     runner: TrialRunner,
     listing: DeviceListing,
     device_id: int,
@@ -71,7 +71,7 @@ def run_search(
     """
     deadline = (time.perf_counter() + plan.budget.timeout_s) if plan.budget.timeout_s else None
     finished: list[StudyProgress] = []
-    with SearchLease(store) as lease:
+    with SearchLease(SqlCoordination(store)) as lease:
         for problem in plan.problems:
             if should_stop() or (deadline is not None and time.perf_counter() >= deadline):
                 break
