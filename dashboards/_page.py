@@ -24,11 +24,11 @@ from datetime import datetime, timezone
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-from xe2tune.dashboards._convergence import _build_convergence_figure
-from xe2tune.dashboards._importance import _build_importance_figure
+from xe2tune.dashboards._convergence import build_convergence_figure
+from xe2tune.dashboards._importance import build_importance_figure
 from xe2tune.dashboards._labels import study_label
 from xe2tune.dashboards._plotly_imports import plotly_js, to_json
-from xe2tune.dashboards._roofline import _build_roofline_figure
+from xe2tune.dashboards._roofline import build_roofline_figure
 
 if TYPE_CHECKING:
     from xe2tune.dashboards._best_table import BestPage, BestRow
@@ -76,7 +76,7 @@ def summary_view(summary: DashboardSummary, *, study_ids: set[int] | None = None
 
 def roofline_view(info: RooflineInfo) -> dict[str, Any]:
     """One device's roofline: the figure and how many measurements its points stand for."""
-    figure = _build_roofline_figure(info).to_plotly_json()
+    figure = build_roofline_figure(info).to_plotly_json()
     return {"device_id": info.device_id, "device": info.device, "n_points": info.n_points,
             "n_measurements": info.n_measurements, "caption": info.caption,
             "figure": figure, "hover_lines": _shared_hover_lines(figure["data"])}
@@ -107,12 +107,12 @@ def best_page_view(page: BestPage) -> dict[str, Any]:
 def study_view(info: ConvergenceInfo) -> dict[str, Any]:
     """One study's convergence chart."""
     return {"id": info.study_id, "title": info.title,
-            "figure": _build_convergence_figure(info).to_plotly_json()}
+            "figure": build_convergence_figure(info).to_plotly_json()}
 
 
 def importance_view(info: ImportanceInfo) -> dict[str, Any]:
     """One study's importance: a figure, or the note saying why there is none."""
-    figure = _build_importance_figure(info).to_plotly_json() if info.note is None else None
+    figure = build_importance_figure(info).to_plotly_json() if info.note is None else None
     return {"study_id": info.study_id, "figure": figure, "note": info.note}
 
 

@@ -33,12 +33,12 @@ from _api_fixtures import (
 )
 
 from xe2tune.dashboards import BestPageQuery, DashboardCache, ImportanceSource, collect_summary
-from xe2tune.dashboards._best_table import _get_best_table_info, best_page
+from xe2tune.dashboards._best_table import best_page, get_best_table_info
 from xe2tune.dashboards._collect import collect_convergence
 from xe2tune.dashboards._downsample import downsample, pareto_front
-from xe2tune.dashboards._importance import _get_importance_info
+from xe2tune.dashboards._importance import get_importance_info
 from xe2tune.dashboards._page import _table_row
-from xe2tune.dashboards._roofline import _get_roofline_info
+from xe2tune.dashboards._roofline import get_roofline_info
 from xe2tune.dashboards._units import decade_ticks, engineering
 from xe2tune.db import DeviceRecord, MeasuredCeilings, ResultStore, open_store
 from xe2tune.db.testing import launcher_config as store_config
@@ -63,7 +63,7 @@ def _device(store: ResultStore, name: str) -> DeviceRecord:
 
 
 def _roofline(store: ResultStore, name: str = DEVICE_A.name, **kwargs):
-    return _get_roofline_info(store, _device(store, name), store.best_per_problem(), **kwargs)
+    return get_roofline_info(store, _device(store, name), store.best_per_problem(), **kwargs)
 
 
 def _drawn(info, kind: str | None = None) -> list[int]:
@@ -211,7 +211,7 @@ def test_engineering_units_name_the_unit_and_its_prefix():
 
 def test_best_table_rows_and_filters(store: ResultStore):
     best = store.best_per_problem()
-    info = _get_best_table_info(best)
+    info = get_best_table_info(best)
     assert len(info.rows) == len(best)
     assert info.dtypes == ("bf16", "fp16") and info.head_dims == (64, 128)
     assert info.modes == ("decode", "prefill") and len(info.devices) == 2
@@ -225,7 +225,7 @@ def test_best_table_rows_and_filters(store: ResultStore):
 
 
 def test_best_table_compares_with_the_fastest_baseline(store: ResultStore):
-    info = _get_best_table_info(store.best_per_problem())
+    info = get_best_table_info(store.best_per_problem())
     assert info.baseline_labels == tuple(sorted(BASELINES.values()))
     fastest = max(BASELINES, key=lambda i: CONFIG_GRID[i][-1])
     for row in info.rows:
@@ -245,7 +245,7 @@ def test_best_table_compares_with_the_fastest_baseline(store: ResultStore):
 
 
 def test_best_page_filters_sorts_and_slices(store: ResultStore):
-    rows = _get_best_table_info(store.best_per_problem()).rows
+    rows = get_best_table_info(store.best_per_problem()).rows
     page = best_page(rows, BestPageQuery(dtype="fp16", sort="time_ms", descending=True,
                                          limit=2, offset=1))
     fp16 = sorted((r for r in rows if r.dtype == "fp16"), key=lambda r: -r.time_ms)
@@ -284,12 +284,12 @@ def test_importance_ranks_the_search_parameters(store: ResultStore, filled: Fill
 
 
 def test_importance_explains_when_it_cannot_rank():
-    assert "no optuna study" in (_get_importance_info(1, None).note or "")
+    assert "no optuna study" in (get_importance_info(1, None).note or "")
     lonely = optuna.create_study()
     lonely.add_trial(optuna.trial.create_trial(
         params={"bq": 64}, distributions={"bq": optuna.distributions.IntDistribution(1, 256)},
         value=1.0))
-    assert "1 complete trial(s)" in (_get_importance_info(2, lonely).note or "")
+    assert "1 complete trial(s)" in (get_importance_info(2, lonely).note or "")
 
 
 def test_summary_counts_at_one_version(store: ResultStore, filled: FilledDb):
@@ -306,12 +306,12 @@ def test_computing_infos_never_loads_plotly(filled: FilledDb):
     script = (
         "import sys\n"
         "from xe2tune.dashboards import collect_summary, ImportanceSource\n"
-        "from xe2tune.dashboards._roofline import _get_roofline_info\n"
+        "from xe2tune.dashboards._roofline import get_roofline_info\n"
         "from xe2tune.db import open_store\n"
         f"store = open_store({filled.url!r})\n"
         "summary = collect_summary(store)\n"
         "ImportanceSource(store).info(summary.studies[0])\n"
-        "info = _get_roofline_info(store, summary.devices[0], store.best_per_problem())\n"
+        "info = get_roofline_info(store, summary.devices[0], store.best_per_problem())\n"
         "assert info.n_points > 0\n"
         "loaded = sorted(m for m in sys.modules if m.split('.')[0] == 'plotly')\n"
         "assert not loaded, loaded\n"
