@@ -29,9 +29,9 @@ from _spaces import SYNTHETIC_PARAMS, synthetic_time, write_cache
 from conftest import CPU_CAPS
 
 from xe2tune.db import MeasuredCeilings, migrate_database, open_store
-from xe2tune.db.testing import launcher_config, ok_result, prefill, submission, tune
 from xe2tune.errors import InvalidConfig, StoreError
 from xe2tune.kernels import LauncherConfig, ProblemSpec, family_for_mode
+from xe2tune.testing import launcher_config, ok_result, prefill, submission, tune
 from xe2tune.tuner import NotARecordingError, load_recording, replay
 
 TOKEN = "bad-inputs-token"

@@ -17,7 +17,6 @@ import time
 import urllib.error
 import urllib.request
 from collections import Counter
-from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import optuna
@@ -30,14 +29,12 @@ from xe2tune.cli._session import listing_for
 from xe2tune.db import (
     COUNTED_BY_ATTR,
     CampaignStore,
-    LeaseRecord,
-    SqlCoordination,
     WorkerTokenStore,
     open_store,
 )
-from xe2tune.db.testing import DEVICE, prefill, tune
 from xe2tune.errors import StoreError
 from xe2tune.kernels import family_source_hash, get_family, search_family
+from xe2tune.testing import DEVICE, prefill
 from xe2tune.tuner._study import StudyIds, study_name
 
 PROBLEMS = ["--head-dim", "64", "--mode", "decode", "--seq", "64,128", "--dtype", "fp16",
@@ -51,45 +48,7 @@ def xe2tune(*args: str, timeout: float = 120) -> subprocess.CompletedProcess:
                           timeout=timeout)
 
 
-# -- slots on the store alone ------------------------------------------------------------------
-
-
-def _lease(coordination: SqlCoordination, owner: str, minutes: float = 1.0) -> None:
-    coordination.hold_lease(LeaseRecord(owner=owner, host="elsewhere", pid=1,
-                                        expires_at=datetime.now(timezone.utc)
-                                        + timedelta(minutes=minutes)))
-
-
-def test_a_budget_is_handed_out_once_and_a_dead_workers_slot_comes_back(
-        backend_url: str) -> None:
-    store = open_store(backend_url)
-    try:
-        campaigns = CampaignStore(store)
-        coordination = SqlCoordination(store)
-        campaign = campaigns.create(name="slots", sampler="random", trials=2, patience=None,
-                                    confirm_rounds=2, problems=[prefill(512)])
-        link = campaigns.link_study(campaign.id, tune(store, prefill(512), []))
-        assert campaigns.link_study(campaign.id, store.studies()[0].id) == link  # joined
-        for owner in ("a", "b", "c"):
-            _lease(coordination, owner)
-        assert coordination.claim_slot(link, 2, "a") == 0
-        assert coordination.claim_slot(link, 2, "b") == 1
-        assert coordination.claim_slot(link, 2, "c") is None  # the budget is held
-        assert coordination.claim_slot(link, 2, "c", confirmation=True) is None  # not done yet
-        coordination.settle_slot(link, 0, "a", trial_number=0)
-        _lease(coordination, "b", minutes=-1)  # b died: its slot is free again, a's stays done
-        assert coordination.claim_slot(link, 2, "c") == 1
-        coordination.free_slot(link, 1, "c")  # c stopped: the slot goes back unspent
-        assert coordination.claim_slot(link, 2, "a") == 1
-        coordination.settle_slot(link, 1, "a", trial_number=1)
-        assert coordination.claim_slot(link, 2, "c") is None
-        assert coordination.claim_slot(link, 2, "c", confirmation=True) == 2
-        assert coordination.claim_slot(link, 2, "a", confirmation=True) is None
-        coordination.settle_slot(link, 2, "c", trial_number=None)
-        (study,) = campaigns.status(campaign.id).studies
-        assert (study.done, study.budget, study.confirmed, study.finished) == (2, 2, True, True)
-    finally:
-        store.close()
+# -- campaign studies on the store alone -------------------------------------------------------
 
 
 def test_devices_differing_only_in_compute_units_tune_studies_of_their_own(

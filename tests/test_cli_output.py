@@ -21,8 +21,8 @@ from typer.testing import CliRunner
 from xe2tune.cli import _bench, _search, app
 from xe2tune.cli._table import Column, print_table
 from xe2tune.db import open_store
-from xe2tune.db.testing import launcher_config, ok_result, prefill, tune
 from xe2tune.kernels import ProblemSpec
+from xe2tune.testing import launcher_config, ok_result, prefill, tune
 from xe2tune.tuner import DEFAULT_SAMPLER, StudyProgress, TuneBudget
 
 COMMANDS = ("devices", "roofline", "bench", "inspect", "best", "results", "export", "migrate",

@@ -12,8 +12,8 @@ import pytest
 
 from xe2tune.cli import main
 from xe2tune.db import ResultStore, load_json, open_store
-from xe2tune.db.testing import launcher_config, ok_result, prefill, tune
 from xe2tune.measurement import TrialStatus
+from xe2tune.testing import launcher_config, ok_result, prefill, tune
 
 
 @pytest.fixture

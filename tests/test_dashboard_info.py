@@ -41,9 +41,9 @@ from xe2tune.dashboards._page import _table_row
 from xe2tune.dashboards._roofline import get_roofline_info
 from xe2tune.dashboards._units import decade_ticks, engineering
 from xe2tune.db import DeviceRecord, MeasuredCeilings, ResultStore, open_store
-from xe2tune.db.testing import launcher_config as store_config
-from xe2tune.db.testing import ok_result as timed_result
-from xe2tune.db.testing import prefill, tune
+from xe2tune.testing import launcher_config as store_config
+from xe2tune.testing import ok_result as timed_result
+from xe2tune.testing import prefill, tune
 
 
 @pytest.fixture(scope="module")

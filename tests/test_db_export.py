@@ -13,9 +13,9 @@ import pytest
 
 from xe2tune.db import BestQuery, ResultStore, export_cpp, export_json, load_json, open_store
 from xe2tune.db._cpp import c_string
-from xe2tune.db.testing import DEVICE, launcher_config, ok_result, prefill, tune
 from xe2tune.errors import StoreError
 from xe2tune.kernels import ProblemSpec
+from xe2tune.testing import DEVICE, launcher_config, ok_result, prefill, tune
 
 OTHER_DEVICE = DEVICE.model_copy(update={"name": "Intel(R) Arc(TM) 140V GPU \"LNL\""})
 

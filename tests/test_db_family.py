@@ -20,9 +20,9 @@ from xe2tune.cli import main
 from xe2tune.cli._app import console
 from xe2tune.db import BestQuery, migrate_database, open_store
 from xe2tune.db._migrate import alembic_config
-from xe2tune.db.testing import failed_result, launcher_config, ok_result, prefill, tune
 from xe2tune.harness import TrialStatus
 from xe2tune.kernels import LauncherConfig, ProblemSpec
+from xe2tune.testing import failed_result, launcher_config, ok_result, prefill, tune
 
 DECODE = ProblemSpec(mode="decode", head_dim=128, dtype="fp16", q_len=1, kv_len=4096,
                      heads_q=32, heads_kv=8)

@@ -18,8 +18,8 @@ from sqlalchemy import create_engine
 from xe2tune.db import BestQuery, migrate_database, open_store
 from xe2tune.db._migrate import VERSION_TABLE, alembic_config, head_revision, include_name
 from xe2tune.db._models import Base
-from xe2tune.db.testing import launcher_config, prefill
 from xe2tune.errors import StoreError
+from xe2tune.testing import launcher_config, prefill
 
 
 @pytest.fixture

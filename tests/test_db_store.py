@@ -11,8 +11,9 @@ import optuna
 import pytest
 
 from xe2tune.db import BestQuery, ResultStore, open_store
-from xe2tune.db.testing import StoreContract, launcher_config, ok_result, prefill, tune
 from xe2tune.errors import StoreError
+from xe2tune.testing import launcher_config, ok_result, prefill, tune
+from xe2tune.testing.store_contract import StoreContract
 
 
 @pytest.fixture(params=["file", "memory"])

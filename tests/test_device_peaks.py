@@ -18,8 +18,8 @@ from fastapi.testclient import TestClient
 from xe2tune.api import create_asgi_app
 from xe2tune.cli._session import device_record
 from xe2tune.db import MeasuredCeilings, open_store
-from xe2tune.db.testing import DEVICE
 from xe2tune.harness import DevicePeaks, list_devices
+from xe2tune.testing import DEVICE
 
 FLOPS = {"fp32": 2.5e11, "fp16": 2.5e11, "bf16": 2.5e11}
 BANDWIDTH = 3.0e10

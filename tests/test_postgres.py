@@ -31,7 +31,7 @@ from tests._api_fixtures import launcher_config as api_config
 from xe2tune.db import ResultStore, migrate_database, open_store
 from xe2tune.db._migrate import VERSION_TABLE, current_revision, head_revision, include_name
 from xe2tune.db._models import Base
-from xe2tune.db.testing import StoreContract
+from xe2tune.testing.store_contract import StoreContract
 
 TOKEN = "postgres-test-token"
 

@@ -12,7 +12,6 @@ from sqlalchemy import inspect
 
 from xe2tune.db import CorrectnessPayload, MeasurementRecord, RooflinePayload, TimingPayload
 from xe2tune.db._models import Measurement
-from xe2tune.db.testing import launcher_config, ok_result
 from xe2tune.kernels import HEAD_DIMS, ProblemSpec, device_catalog, families_for
 from xe2tune.measurement import (
     CORRECTNESS_FIELDS,
@@ -23,6 +22,7 @@ from xe2tune.measurement import (
     TimingStats,
     TrialResult,
 )
+from xe2tune.testing import launcher_config, ok_result
 
 SUMMARY = {*TIMING_FIELDS, *ROOFLINE_FIELDS, *CORRECTNESS_FIELDS, "passed"}
 

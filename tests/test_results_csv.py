@@ -10,8 +10,8 @@ import pytest
 
 from xe2tune.cli import main
 from xe2tune.db import ResultFilters, open_store, results_csv
-from xe2tune.db.testing import failed_result, launcher_config, ok_result, prefill, tune
 from xe2tune.measurement import TrialStatus
+from xe2tune.testing import failed_result, launcher_config, ok_result, prefill, tune
 
 
 @pytest.fixture

@@ -31,7 +31,6 @@ from tests._api_fixtures import running_server, xe2tune_command
 from tests._stated_ceilings import store_stated_ceilings
 from xe2tune.cli._session import listing_for
 from xe2tune.db import BestQuery, LeaseRecord, SqlCoordination, open_store
-from xe2tune.db.testing import ok_result, prefill, tune
 from xe2tune.harness import TrialStatus
 from xe2tune.kernels import (
     DeviceCaps,
@@ -41,6 +40,7 @@ from xe2tune.kernels import (
     get_family,
     search_family,
 )
+from xe2tune.testing import ok_result, prefill, tune
 from xe2tune.tuner._lease import SearchLease, pid_running
 from xe2tune.tuner._study import StudyIds, study_name
 
@@ -308,34 +308,7 @@ def test_an_out_of_grid_best_of_a_neighbour_is_skipped_with_one_warning(
     assert report["problems"][0]["measured"] == 1
 
 
-# -- leases and reservations, on the store alone ----------------------------------------------
-
-
-def test_a_config_is_reserved_by_one_search_and_taken_over_when_its_holder_dies(tmp_path):
-    store = open_store(f"sqlite:///{tmp_path / 'r.db'}")
-    try:
-        study_id = tune(store, prefill(512), [])
-        coordination = SqlCoordination(store)
-        later = datetime.now(timezone.utc) + timedelta(minutes=1)
-        for owner in ("a", "b"):
-            coordination.hold_lease(LeaseRecord(owner=owner, host="elsewhere", pid=1,
-                                                expires_at=later))
-        assert coordination.reserve_config(study_id, "h1", owner="a", trial_number=0) is None
-        assert coordination.reserve_config(study_id, "h1", owner="b") == "a"
-        assert coordination.reserve_config(study_id, "h1", owner="a") is None  # again: still a's
-        assert coordination.reserve_config(study_id, "h2", owner="b") is None
-        coordination.hold_lease(LeaseRecord(owner="a", host="elsewhere", pid=1,
-                                            expires_at=datetime.now(timezone.utc) - timedelta(1)))
-        assert coordination.reserve_config(study_id, "h1", owner="b") is None  # a's lease expired
-        coordination.release_config(study_id, "h1", owner="b")
-        coordination.release_leases(["b"])
-        assert [lease.owner for lease in coordination.leases()] == ["a"]
-        assert coordination.reserve_config(study_id, "h2", owner="a") is None  # b's went with it
-        version = store.data_version()
-        coordination.hold_lease(LeaseRecord(owner="a", host="elsewhere", pid=1, expires_at=later))
-        assert store.data_version() == version  # coordination is not result data
-    finally:
-        store.close()
+# -- leases (the reservations' contract: tests/test_coordination.py) ---------------------------
 
 
 def test_a_killed_search_on_this_host_is_dead_at_once(tmp_path):
