@@ -36,7 +36,7 @@ from xe2tune.kernels import (
     parse_spirv,
 )
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 TIMEOUT_S = 600.0
 PREFILL = ProblemSpec(mode="prefill", head_dim=128, dtype="fp16", q_len=512, kv_len=512,
                       heads_q=8, heads_kv=8, batch=1, causal=False)

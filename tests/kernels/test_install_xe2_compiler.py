@@ -11,7 +11,7 @@ import pytest
 
 from xe2tune.kernels import locate_xe2_compiler
 
-SCRIPT = Path(__file__).parents[1] / "scripts" / "install-xe2-compiler"
+SCRIPT = Path(__file__).parents[2] / "scripts" / "install-xe2-compiler"
 
 pytestmark = pytest.mark.skipif(shutil.which("apt-get") is None,
                                 reason="the install script needs apt-get (a Debian host)")

@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-RUNNER = Path(__file__).parent / "_xe_builtins_runner.py"
+RUNNER = Path(__file__).parents[1] / "_xe_builtins_runner.py"
 HEIGHT, PITCH, WIDTH = 20, 40, 36  # rows; elements per row in memory; elements inside
 X, Y = 24, 8  # a block that crosses the right edge (x + 16 > 36) and the bottom (y + 16 > 20)
 

@@ -38,7 +38,7 @@ from tests._stated_ceilings import store_stated_ceilings
 from xe2tune.db import CampaignStore, WorkerTokenStore, open_store
 from xe2tune.tuner._grpc_client import ClientTls, TokenGrpcStorage
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PROBLEM = ["--head-dim", "64", "--mode", "decode", "--dtype", "fp16", "--heads-q", "4",
            "--heads-kv", "2"]
 BUDGET = 2

@@ -308,7 +308,7 @@ def test_an_out_of_grid_best_of_a_neighbour_is_skipped_with_one_warning(
     assert report["problems"][0]["measured"] == 1
 
 
-# -- leases (the reservations' contract: tests/test_coordination.py) ---------------------------
+# -- leases (the reservations' contract: tests/db/test_coordination.py) ---------------------------
 
 
 def test_a_killed_search_on_this_host_is_dead_at_once(tmp_path):

@@ -27,7 +27,7 @@ from xe2tune.kernels import (
 from xe2tune.kernels._xmx_decode import XmxDecodeFamily
 from xe2tune.kernels._xmx_prefill import XmxPrefillFamily
 
-CRASH = Path(__file__).parent / "data" / "igc_crash" / "joint_matrix_crash.cpp"
+CRASH = Path(__file__).parents[1] / "data" / "igc_crash" / "joint_matrix_crash.cpp"
 TARGETS = ("bmg", "lnl-m")
 TIMEOUT_S = 600.0
 

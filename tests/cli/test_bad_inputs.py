@@ -425,7 +425,7 @@ def test_report_reads_optuna_studies_without_writing(tmp_path: Path) -> None:
     # which closes every connection (and so the -wal file) when it ends, as a search does
     subprocess.run([sys.executable, "-c", "import sys; from _api_fixtures import fill_database; "
                     "fill_database(sys.argv[1])", str(path)], check=True,
-                   cwd=Path(__file__).parent, timeout=300)
+                   cwd=Path(__file__).parents[1], timeout=300)
     before = fingerprint(path)
     assert before[1] == []
     proc = run("report", "--out", str(tmp_path / "r.html"), "--db", f"sqlite:///{path}")

@@ -25,7 +25,7 @@ from xe2tune.kernels import ProblemSpec
 
 pytestmark = pytest.mark.requires_xpu
 
-RUNNER = Path(__file__).with_name("_xmx_runner.py")
+RUNNER = Path(__file__).parents[1] / "_xmx_runner.py"
 WORKERS = 2
 TIMEOUT_S = 1800
 

@@ -35,7 +35,7 @@ from xe2tune.kernels import (
     read_zebin,
 )
 
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).parents[1] / "data"
 
 
 @pytest.fixture(autouse=True)

@@ -1,5 +1,5 @@
 """The trial-count score (Willemsen et al. counted in trials): exact random baseline; 0 for
-random search, 1 for an oracle. The time-based score is tests/test_methodology_score.py."""
+random search, 1 for an oracle. The time-based score is tests/tuner/test_methodology_score.py."""
 
 from __future__ import annotations
 
