@@ -27,7 +27,7 @@ class _Public(BaseModel):
 
 
 class LauncherConfigPublic(_Public):
-    """A launcher config in the seed's vocabulary (see ``xe2tune.kernels.LauncherConfig``)."""
+    """A launcher config in the seed vocabulary (README's Glossary; ``kernels.LauncherConfig``)."""
 
     family: str = Field(description="the kernel family the config belongs to")
     shape_qk: tuple[int, int, int] = Field(description="(BQ, BK, BD) of the Q*K^T product")

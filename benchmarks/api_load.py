@@ -313,7 +313,7 @@ def load(base: str, queries: list[str], args: argparse.Namespace) -> tuple[dict,
 WRITER = """
 import random, sys, time
 from xe2tune.db import open_store
-from xe2tune.db.testing import launcher_config, ok_result
+from xe2tune.testing import launcher_config, ok_result
 store = open_store(sys.argv[1])
 studies, rng, number = store.studies(), random.Random(16), 1_000_000
 while True:

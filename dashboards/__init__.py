@@ -1,4 +1,4 @@
-"""Dashboards of tuning results: data per view in ``_get_*_info``, drawing in ``_build_*``.
+"""Dashboards of tuning results: data per view in ``get_*_info``, drawing in ``build_*``.
 
 The server (``xe2tune serve``) shows them live at ``/``, a summary first and each view fetched
 when shown; ``xe2tune report`` writes them, bounded, into one offline HTML file.

@@ -112,7 +112,7 @@ def _row(b: BestResult) -> BestRow:
     )
 
 
-def _get_best_table_info(best: Sequence[BestResult]) -> BestTableInfo:
+def get_best_table_info(best: Sequence[BestResult]) -> BestTableInfo:
     """Rows in ``best_per_problem`` order, and the distinct filter values."""
     rows = tuple(_row(b) for b in best)
     return BestTableInfo(

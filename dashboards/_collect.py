@@ -10,9 +10,9 @@ import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from xe2tune.dashboards._best_table import BestTableInfo, _get_best_table_info
-from xe2tune.dashboards._convergence import ConvergenceInfo, _get_convergence_info
-from xe2tune.dashboards._importance import ImportanceInfo, _get_importance_info
+from xe2tune.dashboards._best_table import BestTableInfo, get_best_table_info
+from xe2tune.dashboards._convergence import ConvergenceInfo, get_convergence_info
+from xe2tune.dashboards._importance import ImportanceInfo, get_importance_info
 from xe2tune.db import ResultFilters
 from xe2tune.errors import StoreError
 from xe2tune.measurement import TrialStatus
@@ -57,7 +57,7 @@ def collect_summary(store: ResultStore,
         version=version, n_measurements=store.count_results(),
         n_ok=store.count_results(ResultFilters(status=TrialStatus.OK)),
         devices=tuple(store.devices()), studies=tuple(store.studies()),
-        table=_get_best_table_info(store.best_per_problem() if best is None else best))
+        table=get_best_table_info(store.best_per_problem() if best is None else best))
 
 
 def collect_convergence(store: ResultStore, study: StudyRecord) -> ConvergenceInfo:
@@ -66,7 +66,7 @@ def collect_convergence(store: ResultStore, study: StudyRecord) -> ConvergenceIn
     Raises:
         StoreError: the database could not be read.
     """
-    return _get_convergence_info(study, store.results_frame(ResultFilters(study_id=study.id)))
+    return get_convergence_info(study, store.results_frame(ResultFilters(study_id=study.id)))
 
 
 class ImportanceSource:
@@ -92,7 +92,7 @@ class ImportanceSource:
             cached = self._cache.get(study.id)
             if cached is not None and cached[0] == study.n_trials:
                 return cached[1]
-            info = _get_importance_info(study.id, self._optuna_study(study))
+            info = get_importance_info(study.id, self._optuna_study(study))
             self._cache[study.id] = (study.n_trials, info)
             return info
 

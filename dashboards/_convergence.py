@@ -34,7 +34,7 @@ def _present(value: Any) -> bool:
     return value is not None and not pd.isna(value)
 
 
-def _get_convergence_info(study: StudyRecord, rows: pd.DataFrame) -> ConvergenceInfo:
+def get_convergence_info(study: StudyRecord, rows: pd.DataFrame) -> ConvergenceInfo:
     """From the study's rows of a ``results_frame``, taken in stored order (trial id).
 
     A trial's x is its optuna number when it has one, else its position; only OK trials have a
@@ -66,7 +66,7 @@ def _get_convergence_info(study: StudyRecord, rows: pd.DataFrame) -> Convergence
     )
 
 
-def _build_convergence_figure(info: ConvergenceInfo) -> Any:
+def build_convergence_figure(info: ConvergenceInfo) -> Any:
     """Measured medians as points, the running best as a step line, the default as a rule."""
     go = graph_objects()
     numbers = np.asarray(info.numbers, dtype=np.int64)

@@ -23,7 +23,7 @@ class ImportanceInfo:
     note: str | None
 
 
-def _get_importance_info(study_id: int, study: optuna.Study | None) -> ImportanceInfo:
+def get_importance_info(study_id: int, study: optuna.Study | None) -> ImportanceInfo:
     """fANOVA importances over the study's complete trials (optuna's default evaluator)."""
     import optuna
 
@@ -44,7 +44,7 @@ def _get_importance_info(study_id: int, study: optuna.Study | None) -> Importanc
                           tuple(float(v) for _, v in ranked), None)
 
 
-def _build_importance_figure(info: ImportanceInfo) -> Any:
+def build_importance_figure(info: ImportanceInfo) -> Any:
     """Horizontal bars, most important on top: thick line segments from 0 (the page's plotly
     bundle has scatter traces, no bar traces), each value written at its end."""
     go = graph_objects()

@@ -20,7 +20,7 @@ def problem_label(problem: ProblemSpec) -> str:
 
 
 def config_label(config: dict[str, Any], *, with_family: bool = False) -> str:
-    """A config in the seed's vocabulary on one line, e.g. ``QK 128x64x32 PV 128x64x64 ...``.
+    """A config in the seed vocabulary on one line, e.g. ``QK 128x64x32 PV 128x64x64 ...``.
 
     ``with_family`` leads with the kernel family (``sdpa_xmx_prefill QK ...``), for views
     without a family column where one problem's configs come from several families.

@@ -5,6 +5,15 @@ roofline of the device its buttons select, a page of the best-configs table, a s
 ``xe2tune report`` embeds the same views, bounded (every device's roofline, the first
 ``REPORT_ROWS`` table rows, the ``REPORT_STUDIES`` studies with the most trials), and
 plotly.js: one offline file whose size does not grow with the database.
+
+The page's stylesheet and script are the package files ``page.css`` and ``page.js``. The script
+draws the embedded summary's table filters, study list and device buttons, then fetches each
+view (one device's roofline at a time, the one its button selects): live, from the server's
+``/dashboard/*`` endpoints (the server filters, sorts and pages the table and downsamples the
+rooflines); in a report, from the views embedded in the file (the table's bounded rows are
+filtered and sorted in the page). It records ``performance`` marks (``xe2t-table``,
+``xe2t-roofline``, ``xe2t-study``, then ``xe2t-ready`` once the frame showing them is
+produced) for the benchmarks.
 """
 
 from __future__ import annotations
@@ -12,14 +21,14 @@ from __future__ import annotations
 import dataclasses
 import json
 from datetime import datetime, timezone
+from importlib import resources
 from typing import TYPE_CHECKING, Any
 
-from xe2tune.dashboards._convergence import _build_convergence_figure
-from xe2tune.dashboards._importance import _build_importance_figure
+from xe2tune.dashboards._convergence import build_convergence_figure
+from xe2tune.dashboards._importance import build_importance_figure
 from xe2tune.dashboards._labels import study_label
-from xe2tune.dashboards._page_assets import PAGE_CSS, PAGE_SCRIPT
 from xe2tune.dashboards._plotly_imports import plotly_js, to_json
-from xe2tune.dashboards._roofline import _build_roofline_figure
+from xe2tune.dashboards._roofline import build_roofline_figure
 
 if TYPE_CHECKING:
     from xe2tune.dashboards._best_table import BestPage, BestRow
@@ -27,6 +36,9 @@ if TYPE_CHECKING:
     from xe2tune.dashboards._convergence import ConvergenceInfo
     from xe2tune.dashboards._importance import ImportanceInfo
     from xe2tune.dashboards._roofline import RooflineInfo
+
+PAGE_CSS = resources.files(__package__).joinpath("page.css").read_text(encoding="utf-8")
+PAGE_SCRIPT = resources.files(__package__).joinpath("page.js").read_text(encoding="utf-8")
 
 
 def _table_row(row: BestRow) -> dict[str, Any]:
@@ -66,7 +78,7 @@ def summary_view(summary: DashboardSummary, *, study_ids: set[int] | None = None
 
 def roofline_view(info: RooflineInfo) -> dict[str, Any]:
     """One device's roofline: the figure and how many measurements its points stand for."""
-    figure = _build_roofline_figure(info).to_plotly_json()
+    figure = build_roofline_figure(info).to_plotly_json()
     return {"device_id": info.device_id, "device": info.device, "n_points": info.n_points,
             "n_measurements": info.n_measurements, "caption": info.caption,
             "figure": figure, "hover_lines": _shared_hover_lines(figure["data"])}
@@ -97,12 +109,12 @@ def best_page_view(page: BestPage) -> dict[str, Any]:
 def study_view(info: ConvergenceInfo) -> dict[str, Any]:
     """One study's convergence chart."""
     return {"id": info.study_id, "title": info.title,
-            "figure": _build_convergence_figure(info).to_plotly_json()}
+            "figure": build_convergence_figure(info).to_plotly_json()}
 
 
 def importance_view(info: ImportanceInfo) -> dict[str, Any]:
     """One study's importance: a figure, or the note saying why there is none."""
-    figure = _build_importance_figure(info).to_plotly_json() if info.note is None else None
+    figure = build_importance_figure(info).to_plotly_json() if info.note is None else None
     return {"study_id": info.study_id, "figure": figure, "note": info.note}
 
 

@@ -1,7 +1,7 @@
 """The one module that imports plotly, lazily, so computing dashboard data never loads it.
 
-The ``_get_<plot>_info`` functions and their tests run without plotly in ``sys.modules``; only
-the ``_build_<plot>_figure`` builders and the page renderer call in here.
+The ``get_<plot>_info`` functions and their tests run without plotly in ``sys.modules``; only
+the ``build_<plot>_figure`` builders and the page renderer call in here.
 """
 
 from __future__ import annotations

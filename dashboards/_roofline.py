@@ -150,7 +150,7 @@ def _all_series(points: RooflinePoints, kept: Kept,
     return tuple(s for s in out if s.trial_ids)
 
 
-def _get_roofline_info(store: ResultStore, device: DeviceRecord, best: Sequence[BestResult],
+def get_roofline_info(store: ResultStore, device: DeviceRecord, best: Sequence[BestResult],
                        max_points: int = MAX_POINTS) -> RooflineInfo:
     """The roofline of ``device``: its OK trials with roofline figures, downsampled.
 
@@ -217,7 +217,7 @@ def _roof_annotations(info: RooflineInfo) -> list[dict[str, Any]]:
     return notes
 
 
-def _build_roofline_figure(info: RooflineInfo) -> Any:
+def build_roofline_figure(info: RooflineInfo) -> Any:
     """A plotly figure of the info: labelled roofs, then the drawn points by kind."""
     go = graph_objects()
     fig = go.Figure()

@@ -24,7 +24,7 @@ from xe2tune.dashboards._page import (
     summary_view,
     view_json,
 )
-from xe2tune.dashboards._roofline import MAX_POINTS, _get_roofline_info
+from xe2tune.dashboards._roofline import MAX_POINTS, get_roofline_info
 from xe2tune.db import in_memory
 from xe2tune.errors import StoreError
 
@@ -204,7 +204,7 @@ class DashboardCache:
         if device is None:
             return None
         return self._cached(("roofline", device_id, max_points), lambda: view_json(
-            roofline_view(_get_roofline_info(self._store, device, self._best(),
+            roofline_view(get_roofline_info(self._store, device, self._best(),
                                               max_points))))
 
     def best_page(self, query: BestPageQuery) -> str:
@@ -275,7 +275,7 @@ def report_html(store: ResultStore) -> str:
     studies = sorted(summary.studies, key=lambda s: (-s.n_trials, s.id))[:REPORT_STUDIES]
     importance = ImportanceSource(store)
     embedded = {
-        "rooflines": {str(d.id): roofline_view(_get_roofline_info(store, d, best))
+        "rooflines": {str(d.id): roofline_view(get_roofline_info(store, d, best))
                       for d in summary.devices},
         "rows": best_page_view(BestPage(total=len(summary.table.rows),
                                         rows=summary.table.rows[:REPORT_ROWS]))["rows"],

@@ -26,6 +26,7 @@ from xe2tune.db._campaigns import (
     CampaignStudyStatus,
     CampaignWorkerStatus,
 )
+from xe2tune.db._coordination import SqlCoordination
 from xe2tune.db._dashboard_reads import RooflinePoints, TrialDetail
 from xe2tune.db._export import export_cpp, export_json, load_json
 from xe2tune.db._frame import results_csv
@@ -103,6 +104,7 @@ __all__ = [
     "ResultSubmission",
     "RooflinePayload",
     "RooflinePoints",
+    "SqlCoordination",
     "SqlResultStore",
     "StudyRecord",
     "SubmitOutcome",

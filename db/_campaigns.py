@@ -1,10 +1,8 @@
-"""Campaigns in the results database: register one, link device studies, hand out budget slots,
-and read a campaign's progress per study and per worker.
+"""Campaigns in the results database: register one, link device studies, and read a
+campaign's progress per study and per worker.
 
-Slots and workers are coordination, written with Core statements (no ``data_version`` bump, as
-leases and reservations); a campaign and its problems are data. Claiming a slot locks its
-campaign study's row (``SELECT ... FOR UPDATE`` on PostgreSQL; SQLite's write transactions are
-serialized already), so two workers never take one slot and a budget is never overspent.
+A campaign and its problems are data; its workers and budget slots are coordination
+(``db/_slots.py``, behind ``SqlCoordination``), which the progress reads here.
 """
 
 from __future__ import annotations
@@ -13,7 +11,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import delete, func, insert, inspect, select, update
+from sqlalchemy import func, insert, inspect, select
 from sqlalchemy.exc import IntegrityError
 
 from xe2tune.db._campaign_models import (
@@ -157,111 +155,6 @@ def link_study(session: Session, campaign_id: int, study_id: int) -> int:
         .returning(CampaignStudy.id)).scalar_one()
 
 
-def join_campaign(session: Session, campaign_id: int, *, owner: str, device_id: int,
-                  host: str, pid: int) -> None:
-    """Record a worker (its lease's owner id) as one of the campaign's."""
-    session.execute(insert(CampaignWorker).values(
-        owner=owner, campaign_id=campaign_id, device_id=device_id, host=host, pid=pid,
-        started_at=utcnow()))
-
-
-def leave_campaign(session: Session, owner: str) -> None:
-    """Mark the worker finished."""
-    session.execute(update(CampaignWorker).where(CampaignWorker.owner == owner)
-                    .values(finished_at=utcnow()))
-
-
-def _seen(session: Session, owner: str, now: datetime) -> None:
-    session.execute(update(CampaignWorker).where(CampaignWorker.owner == owner)
-                    .values(seen_at=now))
-
-
-def claim_slot(session: Session, campaign_study_id: int, budget: int, owner: str, *,
-               confirmation: bool = False) -> int | None:
-    """Take the lowest trial slot (0 .. budget - 1) nobody holds nor finished, or with
-    ``confirmation`` the confirmation slot (``budget``) once every trial slot is done or the
-    study closed early; None when there is none to take.
-
-    A slot held by a worker whose lease is gone or expired is free again.
-    """
-    closed = session.scalar(select(CampaignStudy.closed)
-                            .where(CampaignStudy.id == campaign_study_id).with_for_update())
-    if confirmation:
-        done = session.scalar(select(func.count()).where(
-            CampaignSlot.campaign_study_id == campaign_study_id, CampaignSlot.slot < budget,
-            CampaignSlot.done.is_(True)))
-        if closed is None and done < budget:
-            return None
-        slots = range(budget, budget + 1)
-    elif closed is not None:
-        return None
-    else:
-        slots = range(budget)
-    now = utcnow()
-    rows = session.execute(
-        select(CampaignSlot.slot, CampaignSlot.done, Lease.expires_at)
-        .outerjoin(Lease, Lease.owner == CampaignSlot.owner)
-        .where(CampaignSlot.campaign_study_id == campaign_study_id,
-               CampaignSlot.slot.in_(list(slots)))).all()
-    _seen(session, owner, now)
-    taken = {slot for slot, done, expires in rows if done or (expires is not None and
-                                                              expires > now)}
-    free = next((slot for slot in slots if slot not in taken), None)
-    if free is None:
-        return None
-    values = {"owner": owner, "trial_number": None, "done": False, "claimed_at": now,
-              "done_at": None}
-    if any(slot == free for slot, _, _ in rows):  # a dead worker's: take it over
-        session.execute(update(CampaignSlot).where(
-            CampaignSlot.campaign_study_id == campaign_study_id, CampaignSlot.slot == free)
-            .values(**values))
-    else:
-        session.execute(insert(CampaignSlot).values(
-            campaign_study_id=campaign_study_id, slot=free, **values))
-    return free
-
-
-def settle_slot(session: Session, campaign_study_id: int, slot: int, owner: str,
-                trial_number: int | None) -> None:
-    """Mark ``owner``'s slot done (its trial was told, or its confirmation ran).
-
-    Raises:
-        StoreError: ``owner`` no longer holds the slot (its lease lapsed and another took it).
-    """
-    now = utcnow()
-    _seen(session, owner, now)
-    changed = session.execute(update(CampaignSlot).where(
-        CampaignSlot.campaign_study_id == campaign_study_id, CampaignSlot.slot == slot,
-        CampaignSlot.owner == owner).values(done=True, trial_number=trial_number,
-                                            done_at=now)).rowcount
-    if not changed:
-        raise StoreError(f"worker {owner!r} no longer holds slot {slot} of campaign study "
-                         f"{campaign_study_id} (its lease lapsed)")
-
-
-def free_slot(session: Session, campaign_study_id: int, slot: int, owner: str) -> None:
-    """Give back ``owner``'s slot unspent (its trial went back to the queue)."""
-    session.execute(delete(CampaignSlot).where(
-        CampaignSlot.campaign_study_id == campaign_study_id, CampaignSlot.slot == slot,
-        CampaignSlot.owner == owner, CampaignSlot.done.is_(False)))
-
-
-def held_slots(session: Session, campaign_study_id: int) -> int:
-    """Trial or confirmation slots of a study a live worker holds and has not settled."""
-    return session.scalar(
-        select(func.count()).select_from(CampaignSlot)
-        .join(Lease, Lease.owner == CampaignSlot.owner)
-        .where(CampaignSlot.campaign_study_id == campaign_study_id,
-               CampaignSlot.done.is_(False), Lease.expires_at > utcnow()))
-
-
-def close_study(session: Session, campaign_study_id: int, reason: str) -> None:
-    """End a campaign study before its budget (the first reason given stays)."""
-    session.execute(update(CampaignStudy).where(
-        CampaignStudy.id == campaign_study_id, CampaignStudy.closed.is_(None))
-        .values(closed=reason[:64]))
-
-
 def campaign_status(session: Session, campaign: CampaignRecord) -> CampaignStatus:
     """Progress of every study of the campaign and every worker that joined it."""
     now = utcnow()
@@ -316,12 +209,14 @@ def campaign_status(session: Session, campaign: CampaignRecord) -> CampaignStatu
 class CampaignStore:
     """Campaign reads and writes on a results store, in its transactions.
 
-    It uses the store's session helpers (same package): one write transaction per call, every
-    database error a StoreError naming the database.
+    One transaction per call, in the store's transactions (every database error a StoreError
+    naming the database). Who works on a campaign study (workers, budget slots) is coordination:
+    ``xe2tune.db.SqlCoordination``.
     """
 
     def __init__(self, store: SqlResultStore) -> None:
         self._store = store
+        self._transactions = store.transactions
 
     def create(self, *, name: str, sampler: str, trials: int, patience: int | None,
                confirm_rounds: int, problems: Sequence[ProblemSpec]) -> CampaignRecord:
@@ -331,7 +226,7 @@ class CampaignStore:
             StoreError: the name is taken, or the database failed.
         """
         try:
-            campaign_id = self._store._write(lambda s: create_campaign(
+            campaign_id = self._transactions.write(lambda s: create_campaign(
                 s, name=name, sampler=sampler, trials=trials, patience=patience,
                 confirm_rounds=confirm_rounds, problems=problems))
         except StoreError as exc:
@@ -342,7 +237,7 @@ class CampaignStore:
 
     def list(self) -> list[CampaignRecord]:
         """Every campaign, oldest first."""
-        with self._store._read() as session:
+        with self._transactions.read() as session:
             return campaigns(session)
 
     def get(self, campaign_id: int) -> CampaignRecord:
@@ -351,7 +246,7 @@ class CampaignStore:
         Raises:
             StoreError: there is none (the message lists the campaigns there are).
         """
-        with self._store._read() as session:
+        with self._transactions.read() as session:
             found = campaigns(session, campaign_id)
             if found:
                 return found[0]
@@ -368,7 +263,7 @@ class CampaignStore:
         from xe2tune.db._campaign_remote import remote_progress
 
         campaign = self.get(campaign_id)
-        with self._store._read() as session:
+        with self._transactions.read() as session:
             local = campaign_status(session, campaign)
             shared = inspect(session.get_bind()).has_table("version_info")  # optuna's tables
         if not (remote and shared):  # no optuna storage here: nobody ran a gRPC worker
@@ -386,39 +281,4 @@ class CampaignStore:
 
     def link_study(self, campaign_id: int, study_id: int) -> int:
         """The campaign study id of a device's study, linked on first use."""
-        return self._store._write(lambda s: link_study(s, campaign_id, study_id))
-
-    def join(self, campaign_id: int, *, owner: str, device_id: int, host: str,
-             pid: int) -> None:
-        """Record this worker as one of the campaign's."""
-        self._store._write(lambda s: join_campaign(
-            s, campaign_id, owner=owner, device_id=device_id, host=host, pid=pid))
-
-    def leave(self, owner: str) -> None:
-        """Mark this worker finished."""
-        self._store._write(lambda s: leave_campaign(s, owner))
-
-    def claim_slot(self, campaign_study_id: int, budget: int, owner: str, *,
-                   confirmation: bool = False) -> int | None:
-        """See :func:`claim_slot`."""
-        return self._store._write(lambda s: claim_slot(s, campaign_study_id, budget, owner,
-                                                       confirmation=confirmation))
-
-    def settle_slot(self, campaign_study_id: int, slot: int, owner: str,
-                    trial_number: int | None) -> None:
-        """See :func:`settle_slot`."""
-        self._store._write(lambda s: settle_slot(s, campaign_study_id, slot, owner,
-                                                 trial_number))
-
-    def free_slot(self, campaign_study_id: int, slot: int, owner: str) -> None:
-        """See :func:`free_slot`."""
-        self._store._write(lambda s: free_slot(s, campaign_study_id, slot, owner))
-
-    def held_slots(self, campaign_study_id: int) -> int:
-        """See :func:`held_slots`."""
-        with self._store._read() as session:
-            return held_slots(session, campaign_study_id)
-
-    def close_study(self, campaign_study_id: int, reason: str) -> None:
-        """See :func:`close_study`."""
-        self._store._write(lambda s: close_study(s, campaign_study_id, reason))
+        return self._transactions.write(lambda s: link_study(s, campaign_id, study_id))

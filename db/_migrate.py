@@ -201,6 +201,10 @@ def prepare_for_writing(engine: Engine, revision: str = "head") -> None:
 def migrate_database(url: str, revision: str = "head") -> None:
     """Upgrade the database at ``url`` to ``revision`` (for tools and tests; open_store does it).
 
+    Args:
+        url: the database's SQLAlchemy URL.
+        revision: an Alembic revision of ``db/migrations/versions`` (default: the newest).
+
     Raises:
         StoreError: malformed URL, unusable path, another program's database, or the
             migration failed.

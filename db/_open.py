@@ -51,6 +51,11 @@ def open_store(url: str | None = None, *, read_only: bool = False) -> SqlResultS
     (``xe2tune search`` or ``xe2tune migrate``). Either way a database of another program is
     refused before anything is written to it.
 
+    Args:
+        url: any SQLAlchemy URL (``sqlite:///...``, ``postgresql+psycopg://...``); None: the
+            ``XE2TUNE_DB`` environment variable, else ``xe2tune.db`` in the user data dir.
+        read_only: open for reading only (``best``, ``results``, ``export``, ``report``).
+
     Example:
         >>> store = open_store("sqlite:////tmp/xe2tune-example.db")  # doctest: +SKIP
         >>> store.best_per_problem()  # doctest: +SKIP

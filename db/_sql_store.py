@@ -1,26 +1,24 @@
 """SqlResultStore: the ResultStore over any SQLAlchemy database (SQLite by default).
 
-This class owns the session lifecycle (one ``Session.begin()`` per call) and turns every
-``SQLAlchemyError`` into a ``StoreError``; the repository functions it calls only read and write
-through the session they are given.
+Its transactions (``db/_transactions.py``: one ``Session.begin()`` per call, every
+``SQLAlchemyError`` a ``StoreError``) are shared with the other stores of the database; the
+repository functions it calls only read and write through the session they are given.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, TypeVar
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING
 
-from sqlalchemy import Engine, event
-from sqlalchemy.exc import IntegrityError, SQLAlchemyError
-from sqlalchemy.orm import Session, sessionmaker
+from sqlalchemy import Engine
+from sqlalchemy.orm import Session
 
-from xe2tune.db import _best, _confirmations, _dashboard_reads, _reads, _reservations, _writes
+from xe2tune.db import _best, _confirmations, _dashboard_reads, _reads, _writes
 from xe2tune.db._convert import trial_row
-from xe2tune.db._engine import WRITE_OPTION, describe, is_memory, sqlite_connect_args
+from xe2tune.db._engine import is_memory, sqlite_connect_args
 from xe2tune.db._frame import FRAME_CHUNK_ROWS, results_frame
-from xe2tune.db._models import Confirmation, Trial
 from xe2tune.db._records import BestsSince, StudyRecord, SubmitOutcome
+from xe2tune.db._transactions import Transactions
 from xe2tune.errors import StoreError
 
 if TYPE_CHECKING:
@@ -31,7 +29,6 @@ if TYPE_CHECKING:
         BestResult,
         ConfirmationRecord,
         DeviceRecord,
-        LeaseRecord,
         MeasuredCeilings,
         ResultFilters,
         ResultRow,
@@ -42,16 +39,6 @@ if TYPE_CHECKING:
     from xe2tune.kernels import ProblemSpec
     from xe2tune.measurement import TrialResult
 
-T = TypeVar("T")
-
-
-def _mark_changed(session: Session, _context: Any) -> None:
-    session.info["changed"] = True
-    # Whose results this flush adds: trials (a measurement is only ever added with its trial)
-    # and confirmation rounds.
-    session.info.setdefault("results_of", set()).update(
-        row.study_id for row in session.new if isinstance(row, (Trial, Confirmation)))
-
 
 class SqlResultStore:
     """ResultStore on a SQLAlchemy engine; see ``xe2tune.db.ResultStore`` for the contract.
@@ -61,10 +48,8 @@ class SqlResultStore:
 
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
-        self._read_sessions = sessionmaker(engine, expire_on_commit=False)
-        self._write_sessions = sessionmaker(
-            engine.execution_options(**{WRITE_OPTION: True}), expire_on_commit=False
-        )
+        # shared with the other stores of this database (coordination, campaigns, tokens)
+        self.transactions = Transactions(engine)
 
     @property
     def url(self) -> str:
@@ -87,68 +72,36 @@ class SqlResultStore:
         """Dispose of the engine's connections."""
         self._engine.dispose()
 
-    # -- session lifecycle ------------------------------------------------------------------
-
-    @contextmanager
-    def _read(self) -> Iterator[Session]:
-        try:
-            with self._read_sessions.begin() as session:
-                yield session
-        except SQLAlchemyError as exc:
-            raise StoreError(f"cannot read {self.url}: {describe(exc)}") from exc
-
-    def _write(self, work: Callable[[Session], T]) -> T:
-        """Run ``work`` in one write transaction, bumping data_version when it changed rows.
-
-        A unique-constraint race (two writers creating the same device or problem on a database
-        without SQLite's writer lock) is retried once; the retry finds the other writer's row.
-        """
-        for attempt in (1, 2):
-            try:
-                with self._write_sessions.begin() as session:
-                    event.listen(session, "after_flush", _mark_changed)
-                    value = work(session)
-                    session.flush()
-                    if session.info.get("changed"):
-                        version = _writes.bump_data_version(session)
-                        _writes.stamp_results(session, session.info["results_of"], version)
-                    return value
-            except IntegrityError as exc:
-                if attempt == 2:
-                    raise StoreError(f"cannot write {self.url}: {describe(exc)}") from exc
-            except SQLAlchemyError as exc:
-                raise StoreError(f"cannot write {self.url}: {describe(exc)}") from exc
-        raise AssertionError("unreachable")
-
     # -- writes -----------------------------------------------------------------------------
 
     def upsert_device(self, device: DeviceRecord) -> int:
         """See ResultStore.upsert_device."""
-        return self._write(lambda s: _writes.upsert_device(s, device))
+        return self.transactions.write(lambda s: _writes.upsert_device(s, device))
 
     def save_ceilings(self, device_id: int, ceilings: MeasuredCeilings) -> None:
         """See ResultStore.save_ceilings."""
-        self._write(lambda s: _writes.save_ceilings(s, device_id, ceilings))
+        self.transactions.write(lambda s: _writes.save_ceilings(s, device_id, ceilings))
 
     def ceilings(self, device_id: int) -> MeasuredCeilings | None:
         """See ResultStore.ceilings."""
-        with self._read() as session:
+        with self.transactions.read() as session:
             return _reads.ceilings(session, device_id)
 
     def upsert_kernel_source(self, family: str, source_hash: str) -> int:
         """See ResultStore.upsert_kernel_source."""
-        return self._write(lambda s: _writes.upsert_kernel_source(s, family, source_hash))
+        return self.transactions.write(
+            lambda s: _writes.upsert_kernel_source(s, family, source_hash))
 
     def upsert_problem(self, problem: ProblemSpec) -> int:
         """See ResultStore.upsert_problem."""
-        return self._write(lambda s: _writes.upsert_problem(s, problem))
+        return self.transactions.write(lambda s: _writes.upsert_problem(s, problem))
 
     def get_or_create_study(
         self, *, device_id: int, kernel_source_id: int, problem_id: int, sampler: str,
         optuna_study_name: str | None,
     ) -> StudyRecord:
         """See ResultStore.get_or_create_study."""
-        study_id = self._write(lambda s: _writes.get_or_create_study(
+        study_id = self.transactions.write(lambda s: _writes.get_or_create_study(
             s, device_id=device_id, kernel_source_id=kernel_source_id, problem_id=problem_id,
             sampler=sampler, optuna_study_name=optuna_study_name,
         ).id)
@@ -161,64 +114,39 @@ class SqlResultStore:
         is_default: bool = False, baseline: str | None = None,
     ) -> int:
         """See ResultStore.record_trial."""
-        return self._write(lambda s: _writes.insert_trial(
+        return self.transactions.write(lambda s: _writes.insert_trial(
             s, study_id, result, number=number, is_default=is_default, origin="local",
             baseline=baseline))
 
     def record_trials(self, study_id: int, entries: Sequence[TrialEntry]) -> list[int]:
         """See ResultStore.record_trials."""
-        return self._write(lambda s: _writes.insert_trials(s, study_id, entries,
+        return self.transactions.write(lambda s: _writes.insert_trials(s, study_id, entries,
                                                            origin="local"))
 
     def find_trial(self, study_id: int, config_hash: str) -> TrialRow | None:
         """See ResultStore.find_trial."""
-        with self._read() as session:
+        with self.transactions.read() as session:
             row = _writes.find_trial(session, study_id, config_hash)
             return None if row is None else trial_row(row, samples=True)
 
     def submit_result(self, submission: ResultSubmission) -> SubmitOutcome:
         """See ResultStore.submit_result."""
-        return self._write(lambda s: _submit(s, submission))
+        return self.transactions.write(lambda s: _submit(s, submission))
 
     def record_confirmation(self, record: ConfirmationRecord) -> int:
         """See ResultStore.record_confirmation."""
-        return self._write(lambda s: _confirmations.insert_confirmation(s, record))
+        return self.transactions.write(lambda s: _confirmations.insert_confirmation(s, record))
 
     def confirmation(self, study_id: int) -> ConfirmationRecord | None:
         """See ResultStore.confirmation."""
-        with self._read() as session:
+        with self.transactions.read() as session:
             return _confirmations.latest_confirmations(session, [study_id]).get(study_id)
-
-    # -- leases and reservations ------------------------------------------------------------
-
-    def hold_lease(self, lease: LeaseRecord) -> None:
-        """See ResultStore.hold_lease."""
-        self._write(lambda s: _reservations.hold_lease(s, lease))
-
-    def leases(self) -> list[LeaseRecord]:
-        """See ResultStore.leases."""
-        with self._read() as session:
-            return _reservations.leases(session)
-
-    def release_leases(self, owners: Sequence[str]) -> None:
-        """See ResultStore.release_leases."""
-        self._write(lambda s: _reservations.release_leases(s, list(owners)))
-
-    def reserve_config(self, study_id: int, config_hash: str, *, owner: str,
-                       trial_number: int | None = None) -> str | None:
-        """See ResultStore.reserve_config."""
-        return self._write(lambda s: _reservations.reserve_config(
-            s, study_id, config_hash, owner, trial_number))
-
-    def release_config(self, study_id: int, config_hash: str, *, owner: str) -> None:
-        """See ResultStore.release_config."""
-        self._write(lambda s: _reservations.release_config(s, study_id, config_hash, owner))
 
     # -- reads ------------------------------------------------------------------------------
 
     def best(self, query: BestQuery) -> BestResult | None:
         """See ResultStore.best."""
-        with self._read() as session:
+        with self.transactions.read() as session:
             ids = _reads.device_ids(session, query.device)
             rows = _best.study_bests(session, ids, query)
             if not rows:
@@ -232,7 +160,7 @@ class SqlResultStore:
 
     def best_per_problem(self, device: str | None = None) -> list[BestResult]:
         """See ResultStore.best_per_problem."""
-        with self._read() as session:
+        with self.transactions.read() as session:
             rows = _best.study_bests(session, _reads.device_ids(session, device))
             chosen = list(_best.best_study_per_problem(rows).values())
             return sorted(_best.best_results(session, chosen, match="exact"),
@@ -240,7 +168,7 @@ class SqlResultStore:
 
     def best_per_problem_since(self, version: int) -> BestsSince:
         """See ResultStore.best_per_problem_since."""
-        with self._read() as session:
+        with self.transactions.read() as session:
             # the version first: a write committed after it is read again next time
             now = _reads.data_version(session)
             rows = _best.study_bests(session, None, changed_after=version)
@@ -253,19 +181,19 @@ class SqlResultStore:
     ) -> list[ResultRow]:
         """See ResultStore.results."""
         _reads.check_page(limit, offset)
-        with self._read() as session:
+        with self.transactions.read() as session:
             ids = _reads.device_ids(session, filters.device if filters else None)
             return _reads.results(session, filters, ids, limit=limit, offset=offset)
 
     def count_results(self, filters: ResultFilters | None = None) -> int:
         """See ResultStore.count_results."""
-        with self._read() as session:
+        with self.transactions.read() as session:
             ids = _reads.device_ids(session, filters.device if filters else None)
             return _reads.count_results(session, filters, ids)
 
     def results_frame(self, filters: ResultFilters | None = None) -> pandas.DataFrame:
         """See ResultStore.results_frame."""
-        with self._read() as session:
+        with self.transactions.read() as session:
             ids = _reads.device_ids(session, filters.device if filters else None)
             return results_frame(_reads.result_tuples(session, filters, ids))
 
@@ -274,7 +202,7 @@ class SqlResultStore:
         chunk_rows: int = FRAME_CHUNK_ROWS,
     ) -> Iterator[pandas.DataFrame]:
         """See ResultStore.results_frames."""
-        with self._read() as session:
+        with self.transactions.read() as session:
             ids = _reads.device_ids(session, filters.device if filters else None)
             empty = True
             for rows in _reads.result_tuple_chunks(session, filters, ids, limit=limit,
@@ -286,38 +214,38 @@ class SqlResultStore:
 
     def devices(self) -> list[DeviceRecord]:
         """See ResultStore.devices."""
-        with self._read() as session:
+        with self.transactions.read() as session:
             return _reads.devices(session)
 
     def studies(self, device: str | None = None) -> list[StudyRecord]:
         """See ResultStore.studies."""
-        with self._read() as session:
+        with self.transactions.read() as session:
             return _reads.studies(session, _reads.device_ids(session, device))
 
     def study(self, study_id: int) -> StudyRecord | None:
         """See ResultStore.study."""
-        with self._read() as session:
+        with self.transactions.read() as session:
             found = _reads.studies(session, study_id=study_id)
             return found[0] if found else None
 
     def trials(self, study_id: int) -> list[TrialRow]:
         """See ResultStore.trials."""
-        with self._read() as session:
+        with self.transactions.read() as session:
             return _reads.trials(session, study_id)
 
     def roofline_points(self, device_id: int) -> _dashboard_reads.RooflinePoints:
         """See ResultStore.roofline_points."""
-        with self._read() as session:
+        with self.transactions.read() as session:
             return _dashboard_reads.roofline_points(session, device_id)
 
     def trial_details(self, trial_ids: Sequence[int]) -> dict[int, _dashboard_reads.TrialDetail]:
         """See ResultStore.trial_details."""
-        with self._read() as session:
+        with self.transactions.read() as session:
             return _dashboard_reads.trial_details(session, [int(i) for i in trial_ids])
 
     def data_version(self) -> int:
         """See ResultStore.data_version."""
-        with self._read() as session:
+        with self.transactions.read() as session:
             return _reads.data_version(session)
 
 

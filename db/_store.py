@@ -16,7 +16,6 @@ if TYPE_CHECKING:
         BestsSince,
         ConfirmationRecord,
         DeviceRecord,
-        LeaseRecord,
         MeasuredCeilings,
         ResultFilters,
         ResultRow,
@@ -54,6 +53,10 @@ class ResultStore(Protocol):
 
     Ownership:
         Every returned object is a frozen record detached from any session; the caller owns it.
+
+    Coordination:
+        Who runs which trial (leases, config reservations, campaign budget slots) is not a
+        result: it lives behind ``xe2tune.db.SqlCoordination`` on the same database.
 
     Optuna:
         Optuna's own tables live in the same database (``optuna_storage_url``); the store's
@@ -242,58 +245,6 @@ class ResultStore(Protocol):
 
         Raises:
             StoreError: the database could not be read.
-        """
-        ...
-
-    # -- leases and reservations: concurrent searches of one study -------------------------
-    #
-    # A search process holds a lease (renewed by a heartbeat) while it runs, and reserves each
-    # config before measuring it: two searches of one problem never measure the same config.
-    # Reservations of an expired lease are taken over; a search that knows a holder is dead
-    # (same host, pid gone) releases its lease. None of these bump ``data_version``.
-
-    def hold_lease(self, lease: LeaseRecord) -> None:
-        """Insert the search's lease, or move its expiry (the heartbeat).
-
-        Raises:
-            StoreError: the database could not be written.
-        """
-        ...
-
-    def leases(self) -> list[LeaseRecord]:
-        """Every lease (live or not), oldest first.
-
-        Raises:
-            StoreError: the database could not be read.
-        """
-        ...
-
-    def release_leases(self, owners: Sequence[str]) -> None:
-        """Drop these leases and every reservation they hold (at exit, or for a dead holder).
-
-        Raises:
-            StoreError: the database could not be written.
-        """
-        ...
-
-    def reserve_config(self, study_id: int, config_hash: str, *, owner: str,
-                       trial_number: int | None = None) -> str | None:
-        """Atomically reserve a config of a study for the lease ``owner`` before measuring it.
-
-        Returns:
-            None when ``owner`` now holds the config (newly, again, or taken over from an
-            expired lease); else the owner of the live lease that holds it.
-
-        Raises:
-            StoreError: ``owner`` holds no lease, unknown study, or the database failed.
-        """
-        ...
-
-    def release_config(self, study_id: int, config_hash: str, *, owner: str) -> None:
-        """Drop ``owner``'s reservation of a config (after storing it, or when abandoning it).
-
-        Raises:
-            StoreError: the database could not be written.
         """
         ...
 

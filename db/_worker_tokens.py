@@ -133,7 +133,7 @@ class WorkerTokenStore:
     """Token reads and writes on a results store, in its transactions (same package)."""
 
     def __init__(self, store: SqlResultStore) -> None:
-        self._store = store
+        self._transactions = store.transactions
 
     def create(self, campaign_id: int, name: str) -> MintedToken:
         """Mint a token for the campaign's workers.
@@ -142,14 +142,14 @@ class WorkerTokenStore:
             StoreError: no such campaign, or the database failed.
         """
         secret = TOKEN_PREFIX + secrets.token_urlsafe(32)
-        token_id = self._store._write(
+        token_id = self._transactions.write(
             lambda s: mint_token(s, campaign_id, name, token_digest(secret)))
         (record,) = [t for t in self.list(campaign_id) if t.id == token_id]
         return MintedToken(record=record, secret=secret)
 
     def list(self, campaign_id: int) -> list[WorkerTokenRecord]:
         """See :func:`campaign_tokens`."""
-        with self._store._read() as session:
+        with self._transactions.read() as session:
             return campaign_tokens(session, campaign_id)
 
     def revoke(self, campaign_id: int, token_id: int) -> WorkerTokenRecord:
@@ -158,15 +158,15 @@ class WorkerTokenStore:
         Raises:
             StoreError: no such token of the campaign, or the database failed.
         """
-        return self._store._write(lambda s: revoke_token(s, campaign_id, token_id))
+        return self._transactions.write(lambda s: revoke_token(s, campaign_id, token_id))
 
     def find(self, secret: str) -> WorkerTokenRecord | None:
         """See :func:`find_token`."""
-        with self._store._read() as session:
+        with self._transactions.read() as session:
             return find_token(session, token_digest(secret))
 
     def optuna_study_name(self, *, study_id: int | None = None,
                           trial_id: int | None = None) -> str | None:
         """See :func:`optuna_study_name`."""
-        with self._store._read() as session:
+        with self._transactions.read() as session:
             return optuna_study_name(session, study_id=study_id, trial_id=trial_id)

@@ -1,7 +1,7 @@
 """Device peaks for the roofline: a catalog of Intel GPUs, overridden by measured ceilings.
 
 Catalog figures are the device descriptions' (``kernels/devices.json``, from the vendor specs
-in ../shared/notes/xe2-facts.md, derived as cores x per-clock rate x clock). A measured ceiling
+in docs/xe2-facts.md, derived as cores x per-clock rate x clock). A measured ceiling
 (``xe2tune roofline``) always wins: the catalog is only a default until the device has been
 measured; measured ceilings live in the results database.
 """

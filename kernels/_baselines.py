@@ -1,6 +1,6 @@
 """Published Xe2 launcher configs, as parameters of the matrix-engine (xmx) families.
 
-Sources (see ../shared/notes/xe2-facts.md): seed 000's SageV1 launcher; SYCL*TLA's BMG
+Sources (see docs/xe2-facts.md): seed 000's SageV1 launcher; SYCL*TLA's BMG
 flash-attention example shapes (subgroups along Q, 2 stages prefill, 1 decode); oneDNN's shipped
 Xe2 SDPA table, whose first GEMM is S = K^T Q with a work-group of (unroll_m_kq * wg_m_kq) keys x
 (unroll_n_kq * wg_n_kq) queries and wg_m_kq x wg_n_kq subgroups: its subgroups split keys as well

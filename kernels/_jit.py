@@ -131,7 +131,8 @@ def build_program(
     """Compile ``kernels/<file_name>`` with ``defines`` for the queue's device.
 
     ``sources`` (file name -> text) replaces the files under ``kernels/`` for this build, e.g.
-    the kernels of another revision (tests/test_kv_variant_isolation.py compares their code).
+    the kernels of another revision (tests/kernels/test_kv_variant_isolation.py compares their
+    code).
 
     Thread-safe; the compile itself releases the GIL. Results are cached in-process by
     (device, source hash, options, kernel names); across processes the SYCL runtime's persistent

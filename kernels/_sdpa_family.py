@@ -46,7 +46,8 @@ BOOL_PARAMS = ("kv_stage", "kv_pack")
 def kv_variant_defines(problem: ProblemSpec) -> dict[str, int]:
     """XE2T_DV (Dv != D) and XE2T_KV (FP8 K/V), only for the problems that need them: an MHA/GQA
     build gets neither, so its sources, defines and code stay those of the plain kernels
-    (tests/test_kv_variant_isolation.py compares them with the kernels before the variants)."""
+    (tests/kernels/test_kv_variant_isolation.py compares them with the kernels before the
+    variants)."""
     defines = {}
     if problem.is_mla:
         defines["DV"] = problem.head_dim_v

@@ -1,7 +1,7 @@
 // Chooses a build's K/V operands, for both families' config headers (after xe2t_elem): the
 // variants of sdpa_kv_variant.hpp when the build defines XE2T_DV (latent attention) or XE2T_KV
 // (FP8 K/V), else K/V in xe2t_elem, Dv = D and no scale argument, exactly the MHA/GQA kernels
-// as they were before the variants existed (tests/test_kv_variant_isolation.py).
+// as they were before the variants existed (tests/kernels/test_kv_variant_isolation.py).
 #pragma once
 
 #if defined(XE2T_DV) || defined(XE2T_KV)

@@ -64,7 +64,7 @@ BASELINES = {2: "oneDNN default", 3: "seed 000 SageV1"}
 
 def launcher_config(head_dim: int, bq: int, bk: int, stages: int, sg_q: int, *,
                     family: str = FAMILY) -> LauncherConfig:
-    """A valid-looking config in the seed's vocabulary (BV = 64, so vtiles = D / 64)."""
+    """A valid-looking config in the seed vocabulary (BV = 64, so vtiles = D / 64)."""
     return LauncherConfig(family=family, shape_qk=(bq, bk, 32), shape_pv=(bq, 64, bk),
                           shape_out=(bq, head_dim), subgroup_layout=(sg_q, 1), stages=stages,
                           subgroup_size=16, knobs=(("prefetch", True),))

@@ -5,8 +5,8 @@ for, so an answer that crossed Dv or kv_dtype would win on every other count."""
 from __future__ import annotations
 
 from xe2tune.db import BestQuery, ResultStore
-from xe2tune.db.testing import launcher_config, ok_result, prefill, tune
 from xe2tune.kernels import LauncherConfig, ProblemSpec
+from xe2tune.testing import launcher_config, ok_result, prefill, tune
 
 MHA_192 = prefill(1024, head_dim=192, heads_q=16, heads_kv=16)
 MLA_PREFILL = ProblemSpec(mode="prefill", head_dim=192, head_dim_v=128, dtype="fp16",

@@ -7,10 +7,10 @@ import dpctl
 
 from xe2tune.cli._session import device_record
 from xe2tune.db import open_store
-from xe2tune.db.testing import tune
 from xe2tune.harness import BenchSettings, ConfigRunner, MeasureRequest, list_devices
 from xe2tune.kernels import DeviceCaps, LauncherConfig, ProblemSpec, family_for
 from xe2tune.measurement import TrialStatus
+from xe2tune.testing import tune
 
 
 def store_tuned(url: str, queue: dpctl.SyclQueue, caps: DeviceCaps,

@@ -1,5 +1,6 @@
 """Runs tests/data/xe_builtins_probe.cpp once in a process whose OpenCL CPU runtime builds
-subgroup-16 kernels (started with CL_CONFIG_CPU_VECTORIZER_MODE=0 by tests/test_xe_builtins.py).
+subgroup-16 kernels (started with CL_CONFIG_CPU_VECTORIZER_MODE=0 by
+tests/kernels/test_xe_builtins.py).
 
 stdin: {"mat": [uint16 ...], "width", "height", "pitch", "x", "y"} (width, pitch in bytes);
 stdout: {"t", "v", "a", "c", "max", "sum"}, each lane-major as the probe writes them, and "s",

@@ -2,7 +2,7 @@
 
 The xmx kernels require subgroup size 16, which the OpenCL CPU runtime only builds when it
 starts with ``CL_CONFIG_CPU_VECTORIZER_MODE=0`` (read once, at load), while the test session
-runs with mode 1 for the vector-lane families. ``tests/test_xmx_correctness.py`` starts this
+runs with mode 1 for the vector-lane families. ``tests/kernels/test_xmx_correctness.py`` starts this
 module with mode 0: a JSON list of cases on stdin, a JSON list of results on stdout, one per
 case and in order. Builds are shared by the in-process program cache (one per config, head dim
 and dtype).

@@ -35,7 +35,7 @@ POSTGRES_SERVER = os.environ.get("XE2TUNE_TEST_POSTGRES",
                                  "postgresql+psycopg://postgres@127.0.0.1:5432/postgres")
 BACKENDS = ("sqlite", "postgresql")
 
-# The limits the opencl:cpu runtime reports (notes/cpu-runtime.md), stated directly so that
+# The limits the opencl:cpu runtime reports (docs/cpu-runtime.md), stated directly so that
 # validation tests need no device.
 CPU_CAPS = DeviceCaps(
     name="Intel OpenCL CPU (stated)", backend="opencl", device_type="cpu",

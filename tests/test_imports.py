@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from xe2tune.db import open_store
-from xe2tune.db.testing import launcher_config, ok_result, prefill, tune
+from xe2tune.testing import launcher_config, ok_result, prefill, tune
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -177,6 +177,29 @@ def test_imports_point_one_way_and_only_through_package_surfaces() -> None:
                 elif len(parts) > 2 and parts[2].startswith("_"):
                     wrong.append(f"{where} (a private module of another package)")
     assert wrong == []
+
+
+def test_the_cli_and_the_test_support_use_only_package_surfaces() -> None:
+    wrong = []
+    for folder in ("src/xe2tune/cli", "src/xe2tune/testing"):
+        own = Path(folder).name
+        for path in sorted((ROOT / folder).glob("*.py")):
+            for line, module in _imports(path):
+                parts = module.split(".")
+                if (parts[0] == "xe2tune" and len(parts) > 2 and parts[1] != own
+                        and parts[2].startswith("_")):
+                    wrong.append(f"{path.relative_to(ROOT)}:{line} imports {module}")
+    assert wrong == []
+
+
+def test_the_test_support_imports_nothing_of_the_test_extra() -> None:
+    # pytest (the [test] extra) made unimportable: the builders still import.
+    code = ("import sys; sys.modules['pytest'] = None; import xe2tune.testing; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('pytest', '_pytest')))")
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.strip() == "['pytest']"  # only the blocked entry itself
 
 
 def test_the_graph_check_catches_a_wrong_import(tmp_path: Path) -> None:

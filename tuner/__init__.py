@@ -35,6 +35,8 @@ methodology of Willemsen et al. (0 = random search, 1 = optimum): its time-based
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from xe2tune.tuner._budget import TuneBudget
 from xe2tune.tuner._confirm import ConfirmSettings
 from xe2tune.tuner._evaluate import (
@@ -59,6 +61,16 @@ from xe2tune.tuner._methodology import (
     trial_seconds,
 )
 from xe2tune.tuner._problems import ProblemOverrides, default_problems
+from xe2tune.tuner._remote_worker import (
+    MIN_STALE_S,
+    STALE_S,
+    RemoteStudy,
+    ResultPoster,
+    WorkerReport,
+    load_campaign,
+    publish_campaign,
+    run_remote_worker,
+)
 from xe2tune.tuner._replay import NotARecordingError, Recording, ReplayRun, load_recording, replay
 from xe2tune.tuner._samplers import (
     DEFAULT_SAMPLER,
@@ -82,9 +94,39 @@ from xe2tune.tuner._trial_runner import (
     SupervisedTrialRunner,
     TrialRunner,
 )
+from xe2tune.tuner._worker_loop import WorkerTally, run_worker, unfit_reason
+
+if TYPE_CHECKING:
+    from xe2tune.tuner._grpc_client import ClientTls, TokenGrpcStorage
+
+# The gRPC client needs grpcio (the [grpc] extra), and grpcio reads GRPC_ENABLE_FORK_SUPPORT once,
+# when it is first imported: these two names load it on first use only.
+_GRPC_NAMES = ("ClientTls", "TokenGrpcStorage")
+
+
+def __getattr__(name: str) -> object:
+    if name in _GRPC_NAMES:
+        from xe2tune.tuner import _grpc_client
+
+        return getattr(_grpc_client, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = [
     "DEFAULT_SAMPLER",
+    "MIN_STALE_S",
+    "STALE_S",
+    "ClientTls",
+    "RemoteStudy",
+    "ResultPoster",
+    "TokenGrpcStorage",
+    "WorkerReport",
+    "WorkerTally",
+    "load_campaign",
+    "publish_campaign",
+    "run_remote_worker",
+    "run_worker",
+    "unfit_reason",
     "Baselines",
     "FRACTIONS",
     "SAMPLER_NAMES",

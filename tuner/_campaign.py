@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 from optuna.trial import FrozenTrial, TrialState
 
-from xe2tune.db import CampaignRecord, CampaignStore
+from xe2tune.db import CampaignRecord, SqlCoordination
 
 PATIENCE_CLOSED = "patience"
 SPACE_CLOSED = "every valid config tried"
@@ -38,7 +38,7 @@ def patience_spent(trials: Sequence[FrozenTrial], patience: int | None) -> bool:
 class SlotGate:
     """One worker's claims on one campaign study's budget (its lease's owner id)."""
 
-    campaigns: CampaignStore
+    coordination: SqlCoordination
     campaign: CampaignRecord
     campaign_study_id: int
     owner: str
@@ -50,17 +50,17 @@ class SlotGate:
         Raises:
             StoreError: the database failed.
         """
-        return self.campaigns.claim_slot(self.campaign_study_id, self.campaign.trials,
+        return self.coordination.claim_slot(self.campaign_study_id, self.campaign.trials,
                                          self.owner)
 
     def claim_confirmation(self) -> bool:
         """True when this worker now holds the confirmation round (every trial slot done)."""
-        return self.campaigns.claim_slot(self.campaign_study_id, self.campaign.trials,
+        return self.coordination.claim_slot(self.campaign_study_id, self.campaign.trials,
                                          self.owner, confirmation=True) is not None
 
     def settle(self, slot: int, trial_number: int | None = None) -> None:
         """The slot's work is done (its trial told, or the confirmation stored)."""
-        self.campaigns.settle_slot(self.campaign_study_id, slot, self.owner, trial_number)
+        self.coordination.settle_slot(self.campaign_study_id, slot, self.owner, trial_number)
 
     def settle_confirmation(self) -> None:
         """The confirmation round ran."""
@@ -68,13 +68,13 @@ class SlotGate:
 
     def free(self, slot: int) -> None:
         """Give the slot back unspent."""
-        self.campaigns.free_slot(self.campaign_study_id, slot, self.owner)
+        self.coordination.free_slot(self.campaign_study_id, slot, self.owner)
 
     def others_hold_slots(self) -> bool:
         """True while another live worker holds an unsettled slot (it may be asking a trial);
         asked while this worker holds the confirmation slot."""
-        return self.campaigns.held_slots(self.campaign_study_id) > 1
+        return self.coordination.held_slots(self.campaign_study_id) > 1
 
     def close(self, reason: str) -> None:
         """End the study before its budget, for every worker."""
-        self.campaigns.close_study(self.campaign_study_id, reason)
+        self.coordination.close_study(self.campaign_study_id, reason)

@@ -171,6 +171,14 @@ def evaluate(
     Each run lasts ``budget`` trials (default: the trial-count budget) and, where the recording
     has costs, at least the methodology's run time.
 
+    Args:
+        recording: a brute-forced space, from :func:`load_recording`.
+        sampler: one of ``SAMPLER_NAMES``.
+        budget: trials per run (None: the trial-count budget of the recording).
+        seeds: one replay per seed.
+        noise: answer each trial with one recorded raw sample instead of the mean.
+        progress: called after each trial of each run.
+
     Raises:
         ValueError: ``budget`` is not in 1..len(space).
         UnknownSamplerError: ``sampler`` is not registered.

@@ -1,6 +1,6 @@
 """This search process's lease in the results store, and who else is still alive.
 
-Two searches of one problem share the optuna study and the results store. Each holds a lease
+Two searches of one problem share the optuna study and the database. Each holds a lease
 (owner id, host, pid, expiry) renewed by a heartbeat thread; the configs it measures are
 reserved under that lease, and the optuna trials it asks are marked with its owner id. A holder
 is dead when its lease expired (any host) or, on this host, when its pid is gone: a search
@@ -18,7 +18,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from types import TracebackType
 
-from xe2tune.db import LeaseRecord, ResultStore
+from xe2tune.db import LeaseRecord, SqlCoordination
 from xe2tune.errors import StoreError
 
 HEARTBEAT_S = 5.0
@@ -52,9 +52,9 @@ class SearchLease:
     reservation still held (the optuna trials still marked with the owner become stale).
     """
 
-    def __init__(self, store: ResultStore, *, ttl_s: float = LEASE_TTL_S,
+    def __init__(self, coordination: SqlCoordination, *, ttl_s: float = LEASE_TTL_S,
                  heartbeat_s: float = HEARTBEAT_S) -> None:
-        self.store = store
+        self.coordination = coordination
         self.host = socket.gethostname()[:255]
         self.pid = os.getpid()
         self.owner = f"{self.pid}-{uuid.uuid4().hex[:12]}@{self.host}"[:64]
@@ -64,7 +64,7 @@ class SearchLease:
         self._thread: threading.Thread | None = None
 
     def _renew(self) -> None:
-        self.store.hold_lease(LeaseRecord(owner=self.owner, host=self.host, pid=self.pid,
+        self.coordination.hold_lease(LeaseRecord(owner=self.owner, host=self.host, pid=self.pid,
                                           expires_at=_now() + self._ttl))
 
     def _beat(self) -> None:
@@ -85,7 +85,7 @@ class SearchLease:
         self._stop.set()
         if self._thread is not None:
             self._thread.join()
-        self.store.release_leases([self.owner])
+        self.coordination.release_leases([self.owner])
 
     def _alive(self, lease: LeaseRecord, now: datetime) -> bool:
         if lease.expires_at <= now:
@@ -99,10 +99,10 @@ class SearchLease:
             StoreError: the database failed.
         """
         now = _now()
-        leases = self.store.leases()
+        leases = self.coordination.leases()
         dead = [lease.owner for lease in leases if not self._alive(lease, now)]
         if dead:
-            self.store.release_leases(dead)
+            self.coordination.release_leases(dead)
         return {lease.owner for lease in leases} - set(dead)
 
     def is_live(self, owner: str) -> bool:

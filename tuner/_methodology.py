@@ -2,7 +2,7 @@
 
 This is the score as the paper's reference implementation, PyPI ``autotuning-methodology`` 1.1.0,
 computes it (``report_experiments.get_strategy_scores``); each step below names the function of
-that package it follows, and ``tests/test_methodology_score.py`` checks the agreement.
+that package it follows, and ``tests/tuner/test_methodology_score.py`` checks the agreement.
 
 - A trial costs what it cost when the space was recorded: compile + verification time on the
   first visit of a config, and on every visit the sum of its raw run times, the recorded

@@ -330,6 +330,15 @@ def run_remote_worker(studies: list[RemoteStudy], report: WorkerReport, *,
                       should_stop: Callable[[], bool], follow: bool = False) -> int:
     """Run the studies' trials until every budget is told (or a stop); trials run.
 
+    Args:
+        studies: this device's studies of the campaign's problems, in the order to work on.
+        report: this worker's entry in the campaign's study (``campaign status``).
+        should_stop: polled between trials; True gives the trial in flight back (WAITING).
+        follow: keep polling for work once every budget is told, until ``should_stop``.
+
+    Returns:
+        The number of trials this worker measured and told.
+
     Raises:
         StoreError: the proxy or the API failed.
         WorkerError: the runner failed.

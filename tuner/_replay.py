@@ -119,6 +119,10 @@ def load_recording(path: str | Path, *, max_bytes: int | None = None) -> Recordi
     ``max_bytes`` (default ``DEFAULT_MAX_BYTES``) caps the JSON text, after decompression:
     reading stops there.
 
+    Args:
+        path: the file; ``.gz`` is decompressed.
+        max_bytes: the cap on the decompressed JSON (None: ``DEFAULT_MAX_BYTES``).
+
     Raises:
         NotARecordingError: the file is missing or unreadable, holds more than ``max_bytes`` of
             JSON, is not JSON, or has neither the cache keys (``tune_params_keys``,
@@ -150,6 +154,15 @@ def replay(
     exhausted. Failed configs are told as ``TrialState.FAIL``. The study is in memory: replays
     are cheap and nothing of them is worth keeping. ``progress`` is called after each trial
     (model-based samplers slow down as trials accumulate: a whole space can take hours).
+
+    Args:
+        recording: a brute-forced space, from :func:`load_recording`.
+        sampler: one of ``SAMPLER_NAMES``.
+        budget: trials to run (1..len(space)).
+        seed: the sampler's seed.
+        noise: answer each trial with one recorded raw sample instead of the mean.
+        until_seconds: keep going past ``budget`` until this much simulated tuning time.
+        progress: called after each trial.
 
     Raises:
         ValueError: ``budget`` is not in 1..len(space).

@@ -36,6 +36,11 @@ class UnknownSamplerError(Xe2TuneError):
 def make_sampler(name: str, space: FiniteSpace, seed: int | None = None) -> BaseSampler:
     """A fresh sampler proposing only valid, not-yet-evaluated configs of ``space``.
 
+    Args:
+        name: one of ``SAMPLER_NAMES`` (``DEFAULT_SAMPLER`` when unsure).
+        space: the valid configs of the study's family for its problem and device.
+        seed: the sampler's random seed (None: random).
+
     Raises:
         UnknownSamplerError: ``name`` is not one of ``SAMPLER_NAMES``.
     """

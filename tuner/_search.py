@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from xe2tune.db import ResultStore
+from xe2tune.db import SqlCoordination, SqlResultStore
 from xe2tune.errors import InvalidProblem
 from xe2tune.harness import DeviceListing, problem_unfit_reason
 from xe2tune.kernels import ProblemSpec, family_source_hash, search_family
@@ -36,7 +36,7 @@ def _skipped(problem: ProblemSpec, reason: str, budget: TuneBudget) -> StudyProg
 def run_search(
     plan: SearchPlan,
     *,
-    store: ResultStore,
+    store: SqlResultStore,
     runner: TrialRunner,
     listing: DeviceListing,
     device_id: int,
@@ -49,6 +49,21 @@ def run_search(
     buffers do not fit) is skipped before any trial with its reason (``StudyProgress.skipped``,
     phase "skipped"); the search goes on with the next.
 
+    Args:
+        plan: the problems, the sampler, the budget per study, the seed and the confirmation
+            round ending each study.
+        store: the results database; it also holds the leases and reservations that let
+            several searches share a study.
+        runner: builds and measures each trial (normally in the device process).
+        listing: the device measured on, as its studies are named.
+        device_id: that device's row in ``store`` (its ceilings, for the roofline fraction).
+        observe: called with a ``StudyProgress`` at every step (for progress output).
+        should_stop: polled between steps; True ends the search after the trial in flight,
+            which is abandoned and stays untried.
+
+    Returns:
+        One ``StudyProgress`` per problem, in the plan's order.
+
     Raises:
         EmptySpaceError: a problem without a single valid config on this device.
         WorkerError: the runner failed.
@@ -56,7 +71,7 @@ def run_search(
     """
     deadline = (time.perf_counter() + plan.budget.timeout_s) if plan.budget.timeout_s else None
     finished: list[StudyProgress] = []
-    with SearchLease(store) as lease:
+    with SearchLease(SqlCoordination(store)) as lease:
         for problem in plan.problems:
             if should_stop() or (deadline is not None and time.perf_counter() >= deadline):
                 break

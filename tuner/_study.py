@@ -295,7 +295,7 @@ class StudyRun:
         """A campaign slot for the next trial, after requeueing dead workers' trials (so a slot
         a dead worker held re-runs its trial); None when the study's budget is spent or held."""
         assert self.gate is not None
-        self.book.recover(self.store, self.record.id, self._config_hash)
+        self.book.recover(self.record.id, self._config_hash)
         if self._campaign_patience_spent():
             return None
         return self.gate.claim_trial()
@@ -331,8 +331,8 @@ class StudyRun:
             return None
         config = self._config(trial.params)
         digest = config.config_hash()
-        holder = self.store.reserve_config(self.record.id, digest, owner=self.lease.owner,
-                                           trial_number=trial.number)
+        holder = self.lease.coordination.reserve_config(
+            self.record.id, digest, owner=self.lease.owner, trial_number=trial.number)
         asked = _Asked(trial, config, digest, holder, slot)
         self._asked[trial.number] = asked
         return asked
@@ -351,7 +351,7 @@ class StudyRun:
                 raise TrialAbandoned("stopped while another search measured the config")
             time.sleep(POLL_S)
             self.lease.live_owners()  # releases a holder that died, so the config frees up
-            asked.holder = self.store.reserve_config(
+            asked.holder = self.lease.coordination.reserve_config(
                 self.record.id, digest, owner=self.lease.owner, trial_number=asked.trial.number)
 
     def _outcome_for(self, asked: _Asked, progress: StudyProgress,
@@ -386,7 +386,8 @@ class StudyRun:
     def _release(self, asked: _Asked) -> None:
         self._asked.pop(asked.trial.number, None)
         if asked.holder is None:
-            self.store.release_config(self.record.id, asked.digest, owner=self.lease.owner)
+            self.lease.coordination.release_config(self.record.id, asked.digest,
+                                                   owner=self.lease.owner)
 
     def _requeue_untold(self) -> None:
         """Every asked, untold trial back to the queue: its config stays untried, not failed."""
@@ -415,7 +416,7 @@ class StudyRun:
             trials_budget=budget.trials,
         )
         self._absorb_stored_best(progress)
-        progress.requeued = self.book.recover(self.store, self.record.id, self._config_hash)
+        progress.requeued = self.book.recover(self.record.id, self._config_hash)
         observe(progress)
         try:
             self._loop(progress, budget, deadline, observe, should_stop)
@@ -424,8 +425,7 @@ class StudyRun:
                 if self.gate is not None and not self.gate.others_hold_slots():
                     # Nobody can be asking a trial now: a trial left RUNNING unmarked (its
                     # worker was killed between optuna's ask and the mark) goes back at once.
-                    self.book.recover(self.store, self.record.id, self._config_hash,
-                                      unowned_grace_s=0)
+                    self.book.recover(self.record.id, self._config_hash, unowned_grace_s=0)
                 progress.phase = "confirming"
                 observe(progress)
                 self._confirm(progress, confirm_with)

@@ -20,7 +20,6 @@ if TYPE_CHECKING:
     from optuna.storages import BaseStorage
     from optuna.trial import FrozenTrial
 
-    from xe2tune.db import ResultStore
     from xe2tune.tuner._lease import SearchLease
 
 OWNER_ATTR = "xe2tune_owner"
@@ -79,7 +78,7 @@ class TrialBook:
                 stale.append(t)
         return stale
 
-    def recover(self, store: ResultStore, study_id: int,
+    def recover(self, study_id: int,
                 config_hash: Callable[[dict[str, Any]], str | None], *,
                 unowned_grace_s: float = UNOWNED_GRACE_S) -> int:
         """Requeue the RUNNING trials of dead searches; return how many were requeued.
@@ -109,13 +108,14 @@ class TrialBook:
             if digest is None:
                 self.study.tell(t.number, state=TrialState.FAIL, skip_if_finished=True)
                 continue
-            if store.reserve_config(study_id, digest, owner=self.lease.owner,
-                                    trial_number=t.number) is not None:
+            if self.lease.coordination.reserve_config(
+                    study_id, digest, owner=self.lease.owner, trial_number=t.number) is not None:
                 continue
             try:
                 requeued += self._requeue_if_unchanged(t)
             finally:
-                store.release_config(study_id, digest, owner=self.lease.owner)
+                self.lease.coordination.release_config(study_id, digest,
+                                                       owner=self.lease.owner)
         return requeued
 
     def _requeue_if_unchanged(self, stale: FrozenTrial) -> bool:

@@ -21,6 +21,8 @@ from xe2tune.db import (
     CampaignRecord,
     CampaignStore,
     ResultStore,
+    SqlCoordination,
+    SqlResultStore,
     counted_by,
     mixing_error,
 )
@@ -60,7 +62,7 @@ class WorkerTally:
 def run_worker(
     campaign: CampaignRecord,
     *,
-    store: ResultStore,
+    store: SqlResultStore,
     campaigns: CampaignStore,
     runner: TrialRunner,
     listing: DeviceListing,
@@ -72,6 +74,21 @@ def run_worker(
 ) -> WorkerTally:
     """Work on the campaign until its studies on this device are finished (or a stop).
 
+    Args:
+        campaign: the campaign, as ``CampaignStore.get`` returns it.
+        store: the results database the campaign lives in.
+        campaigns: the campaigns of ``store`` (its studies, its progress).
+        runner: builds and measures each trial (normally in the device process).
+        listing: this device; identical devices (name, driver, compute units) share studies.
+        device_id: that device's row in ``store``.
+        observe: called with a ``StudyProgress`` at every step.
+        should_stop: polled between steps; True returns the trial in flight to the pool.
+        follow: keep polling for work once every budget is spent, until ``should_stop``.
+        seed: the sampler's seed (None: random).
+
+    Returns:
+        What this worker did per problem (measured, reused, failed, confirmed, skipped).
+
     Raises:
         EmptySpaceError: a problem without a single valid config on this device.
         WorkerError: the runner failed.
@@ -80,9 +97,10 @@ def run_worker(
     tally = WorkerTally()
     budget = TuneBudget(trials=campaign.trials)  # patience is judged study-wide, by the gate
     confirm_with = ConfirmSettings(rounds=campaign.confirm_rounds)
-    with SearchLease(store) as lease:
+    coordination = SqlCoordination(store)
+    with SearchLease(coordination) as lease:
         tally.owner = lease.owner
-        campaigns.join(campaign.id, owner=lease.owner, device_id=device_id, host=lease.host,
+        coordination.join(campaign.id, owner=lease.owner, device_id=device_id, host=lease.host,
                        pid=lease.pid)
         try:
             runs: dict[ProblemSpec, StudyRun] = {}
@@ -106,7 +124,7 @@ def run_worker(
                     break
                 _sleep(POLL_S, should_stop)
         finally:
-            campaigns.leave(lease.owner)
+            coordination.leave(lease.owner)
     return tally
 
 
@@ -144,8 +162,8 @@ def _open_study(campaign: CampaignRecord, problem: ProblemSpec, *, store: Result
     if counted_by(run.study) is None:
         run.study.set_user_attr(COUNTED_BY_ATTR, "database")
     # The gate needs the study's id, which the run finds or creates as it opens.
-    run.gate = SlotGate(campaigns, campaign, campaigns.link_study(campaign.id, run.record.id),
-                        lease.owner)
+    run.gate = SlotGate(lease.coordination, campaign,
+                        campaigns.link_study(campaign.id, run.record.id), lease.owner)
     return run
 
 

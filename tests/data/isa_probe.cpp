@@ -1,5 +1,5 @@
-// Kernels with known Xe2 ISA for tests/test_isa.py, compiled to SPIR-V once and checked in
-// (tests/data/isa_probe_*.spv; how: see tests/test_isa.py's module docstring).
+// Kernels with known Xe2 ISA for tests/kernels/test_isa.py, compiled to SPIR-V once and checked in
+// (tests/data/isa_probe_*.spv; how: see tests/kernels/test_isa.py's module docstring).
 //  - xe2t_isa_block2d: one 2D block prefetch, one plain, one VNNI-transform and one transposed
 //    2D block load, two DPAS and one 2D block store (Intel's 2D block built-ins, subgroup 16);
 //  - xe2t_isa_local: work-group local memory, one work-group barrier, a global load, a global

@@ -1,4 +1,4 @@
-// A kernel Intel's GPU compiler rejects, for tests/test_isa.py (its SPIR-V is checked in as
+// A kernel Intel's GPU compiler rejects, for tests/kernels/test_isa.py (its SPIR-V is checked in as
 // tests/data/isa_probe_error.spv): joint_matrix_prefetch given a generic pointer, which IGC
 // 2.40 cannot resolve ("Pointer type not found when resolving prefetch").
 #include <sycl/sycl.hpp>

@@ -1,4 +1,4 @@
-// Kernels with known SPIR-V features for tests/test_spirv.py: a joint_matrix kernel on 16-lane
+// Kernels with known SPIR-V features for tests/kernels/test_spirv.py: a joint_matrix kernel on 16-lane
 // subgroups with exactly two multiply-adds (XE2T_GRF256=1 adds grf_size<256>), a plain kernel
 // with 1328 bytes of work-group static memory (300 floats + 64 halves), and a kernel that keeps
 // 192 floats live per work-item, more than 128 registers hold at SIMD8 (a spill for ocloc).

@@ -1,5 +1,5 @@
 // A kernel that requires 16-lane subgroups and that the CPU device keeps in its bundle (no
-// joint_matrix): it builds only under CL_CONFIG_CPU_VECTORIZER_MODE=0 (tests/test_spirv.py).
+// joint_matrix): it builds only under CL_CONFIG_CPU_VECTORIZER_MODE=0 (tests/kernels/test_spirv.py).
 #include <sycl/sycl.hpp>
 
 namespace syclext = sycl::ext::oneapi;

@@ -1,5 +1,5 @@
 // One subgroup exercises each Xe primitive of kernels/sdpa_xe_builtins.hpp on a 16-bit matrix
-// and writes what every lane holds, for tests/test_xe_builtins.py to compare with the
+// and writes what every lane holds, for tests/kernels/test_xe_builtins.py to compare with the
 // built-ins' documented semantics: load_transposed and load_vnni at (x, y) of a surface of
 // `height` rows x `width` bytes (pitch `pitch` bytes), an 8 x 16 local tile (the matrix's
 // first 128 elements), DPAS of that tile by the VNNI operand, the two row reductions of the

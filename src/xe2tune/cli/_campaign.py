@@ -86,8 +86,8 @@ def create(
         ProblemOverrides,
         TuneBudget,
         default_problems,
+        publish_campaign,
     )
-    from xe2tune.tuner._remote_worker import publish_campaign
 
     sampler = sampler or DEFAULT_SAMPLER
     if sampler not in SAMPLER_NAMES:

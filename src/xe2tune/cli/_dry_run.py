@@ -77,7 +77,7 @@ def _cartesian(family: KernelFamily, problem: ProblemSpec) -> int:
 def _space_key(member: KernelFamily, problem: ProblemSpec, caps: DeviceCaps) -> tuple:
     # What the families' spaces and validation read of a problem: its mode, head dims, dtypes
     # and heads, and (through the space itself) the decode rows; never the sequence lengths, batch
-    # or mask (tests/test_dry_run.py checks this for every family). Problems that differ only
+    # or mask (tests/cli/test_dry_run.py checks this for every family). Problems that differ only
     # there share one enumeration: a dry run of the default GPU problems enumerates ~300,000
     # candidate configs per problem.
     space = tuple((n, tuple(v)) for n, v in member.parameter_space(problem).items())

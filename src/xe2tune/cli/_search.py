@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import signal
 import time
 from contextlib import nullcontext
 from typing import TYPE_CHECKING, Annotated
@@ -29,6 +28,7 @@ from xe2tune.cli._problem_options import (
 )
 from xe2tune.cli._problem_text import dtype_words, head_words
 from xe2tune.cli._replay import SAMPLER_HELP
+from xe2tune.cli._stop import StopOnSignal
 from xe2tune.cli._table import Column, print_table
 from xe2tune.cli._vocabulary import seed_vocabulary
 from xe2tune.errors import InvalidProblem
@@ -320,36 +320,23 @@ def search(
         err_console.print(f"device: {session.listing.filter_string} ({session.caps.name}), "
                           f"peaks: {session.peaks.source}; {len(problems)} problems, "
                           f"sampler {sampler}, {budget.trials} trials each")
-    stop_requested = 0  # the signal that asked for the stop
-
-    def request_stop(signum: int, _frame: object) -> None:
-        # SIGINT and SIGTERM: abandon the trial in flight (its config stays untried and goes
-        # back to the queue with the one asked next), skip the confirmation, exit 128 + signal.
-        nonlocal stop_requested
-        if not stop_requested:
-            err_console.print("stopping: the current trial is abandoned and stays untried "
-                              "(Ctrl-C again to abort)")
-            stop_requested = signum
-            runner.abandon()
-        else:
-            raise KeyboardInterrupt
-
-    previous = {sig: signal.signal(sig, request_stop) for sig in (signal.SIGINT, signal.SIGTERM)}
+    # Ctrl-C or SIGTERM: abandon the trial in flight (its config stays untried and goes back to
+    # the queue with the one asked next), skip the confirmation, exit 128 + signal.
+    stop = StopOnSignal(runner, notice=lambda: err_console.print(
+        "stopping: the current trial is abandoned and stays untried (Ctrl-C again to abort)"))
     view = ProgressView(quiet, RunClock(len(problems), budget))
     started = time.perf_counter()
     try:
         live = None if quiet else Live(console=console, transient=True, refresh_per_second=4)
-        with live or nullcontext():
+        with stop, live or nullcontext():
             view.live = live
             progresses = run_search(
                 SearchPlan(problems=problems, sampler=sampler, budget=budget, seed=seed,
                            confirm=confirm_with),
                 store=store, runner=runner, listing=session.listing, device_id=session.device_id,
-                observe=view, should_stop=lambda: stop_requested != 0,
+                observe=view, should_stop=stop.requested,
             )
     finally:
-        for sig, handler in previous.items():
-            signal.signal(sig, handler)
         runner.close()
         store.close()
     rows = _final_rows(progresses)
@@ -361,6 +348,6 @@ def search(
         console.print(f"wall time {wall:.0f} s; builds {sum(r['build_s'] for r in rows):.0f} s, "
                       f"verification {sum(r['verify_s'] for r in rows):.0f} s, measurement "
                       f"{sum(r['bench_s'] for r in rows):.0f} s")
-    if stop_requested:
-        raise typer.Exit(128 + stop_requested)
+    if stop.requested():
+        raise typer.Exit(128 + stop.signum)
 

@@ -1,4 +1,4 @@
-"""A launcher config as one line in the seed's vocabulary (ShapeQK, ShapePV, ..., knobs)."""
+"""A launcher config as one line in the seed vocabulary (ShapeQK, ..., knobs; README's Glossary)."""
 
 from __future__ import annotations
 

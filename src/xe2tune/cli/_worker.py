@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import ssl
 import urllib.parse
 from dataclasses import dataclass
@@ -17,38 +16,11 @@ from xe2tune.cli._app import app, console, err_console, fail
 from xe2tune.cli._campaign import CampaignOption
 from xe2tune.cli._devices import DbOption, DeviceOption, JsonOption
 from xe2tune.cli._problem_text import head_words
+from xe2tune.cli._stop import StopOnSignal
 from xe2tune.cli._transport import InsecureOption, TlsCertOption, TlsKeyOption, is_loopback
 
 if TYPE_CHECKING:
-    from xe2tune.tuner._grpc_client import ClientTls
-
-
-class _StopOnSignal:
-    """SIGINT and SIGTERM while a worker runs: the first abandons the trial in flight (it goes
-    back to the pool untried) and asks the worker to stop; a second interrupts at once."""
-
-    def __init__(self, runner) -> None:  # noqa: ANN001  (a TrialRunner; loaded lazily)
-        self.runner = runner
-        self.signum = 0
-        self._previous: dict[int, object] = {}
-
-    def requested(self) -> bool:
-        return self.signum != 0
-
-    def _handle(self, signum: int, _frame: object) -> None:
-        if self.signum:
-            raise KeyboardInterrupt
-        self.signum = signum
-        self.runner.abandon()
-
-    def __enter__(self) -> _StopOnSignal:
-        self._previous = {sig: signal.signal(sig, self._handle)
-                          for sig in (signal.SIGINT, signal.SIGTERM)}
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        for sig, handler in self._previous.items():
-            signal.signal(sig, handler)
+    from xe2tune.tuner import ClientTls
 
 
 @app.command()
@@ -108,7 +80,7 @@ def worker(
     from xe2tune.cli._session import open_runner, open_session
     from xe2tune.db import CampaignStore, open_store
     from xe2tune.harness import BenchSettings
-    from xe2tune.tuner._worker_loop import run_worker
+    from xe2tune.tuner import run_worker
 
     quiet = quiet or as_json
     store = open_store(db)
@@ -127,7 +99,7 @@ def worker(
                           f"{session.listing.filter_string} ({session.caps.name}, driver "
                           f"{session.listing.driver_version}, {session.caps.compute_units} "
                           f"compute units); database {store.url}", highlight=False)
-    stop = _StopOnSignal(runner)
+    stop = StopOnSignal(runner)
 
     def observe(progress) -> None:  # noqa: ANN001  (StudyProgress; the tuner loads lazily)
         if not quiet and progress.phase == "measured" and progress.config is not None:
@@ -188,7 +160,7 @@ def _channel(grpc: str, api: str, ca: Path | None, cert: Path | None, key: Path 
              insecure: bool) -> _Channel:
     """The remote channels checked: TLS unless --insecure, which loopback alone may use."""
     from xe2tune import config
-    from xe2tune.tuner._grpc_client import ClientTls
+    from xe2tune.tuner import ClientTls
 
     host, port = _grpc_address(grpc)
     parsed = urllib.parse.urlsplit(api)
@@ -220,7 +192,7 @@ def _channel(grpc: str, api: str, ca: Path | None, cert: Path | None, key: Path 
 
 
 def _stale_after(seconds: float | None) -> float:
-    from xe2tune.tuner._remote_worker import MIN_STALE_S, STALE_S
+    from xe2tune.tuner import MIN_STALE_S, STALE_S
 
     if seconds is None:
         return STALE_S
@@ -280,15 +252,15 @@ def _run_remote_worker(campaign: int, channel: _Channel, *, device: str | None, 
         open_queue,
     )
     from xe2tune.kernels import family_source_hash, search_family
-    from xe2tune.tuner._grpc_client import TokenGrpcStorage
-    from xe2tune.tuner._remote_worker import (
+    from xe2tune.tuner import (
         RemoteStudy,
         ResultPoster,
+        TokenGrpcStorage,
         WorkerReport,
         load_campaign,
         run_remote_worker,
+        unfit_reason,
     )
-    from xe2tune.tuner._worker_loop import unfit_reason
 
     grpc, api = channel.grpc, channel.api
 
@@ -323,7 +295,7 @@ def _run_remote_worker(campaign: int, channel: _Channel, *, device: str | None, 
     owner = f"{os.getpid()}-{uuid.uuid4().hex[:12]}@{socket.gethostname()}"[:64]
     this_device = device_record(listing, peaks)
     poster = ResultPoster(api, channel.token, channel.context)
-    stop = _StopOnSignal(runner)
+    stop = StopOnSignal(runner)
     try:
         with stop:
             report = WorkerReport(storage, record.id, owner=owner, host=socket.gethostname(),

@@ -1,0 +1,107 @@
+"""The SQLite ResultStore: the conformance suite on a real file (and in memory), plus what only a
+shared file can show: concurrent readers and writers, and optuna's tables living alongside."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from pathlib import Path
+
+import optuna
+import pytest
+
+from xe2tune.db import BestQuery, ResultStore, open_store
+from xe2tune.errors import StoreError
+from xe2tune.testing import launcher_config, ok_result, prefill, tune
+from xe2tune.testing.store_contract import StoreContract
+
+
+@pytest.fixture(params=["file", "memory"])
+def any_store(request: pytest.FixtureRequest, tmp_path: Path) -> ResultStore:
+    url = f"sqlite:///{tmp_path / 'xe2tune.db'}" if request.param == "file" else "sqlite://"
+    store = open_store(url)
+    yield store
+    store.close()
+
+
+class TestSqliteStore(StoreContract):
+    @pytest.fixture
+    def store(self, any_store: ResultStore) -> ResultStore:
+        return any_store
+
+
+@pytest.fixture
+def db_url(tmp_path: Path) -> str:
+    return f"sqlite:///{tmp_path / 'xe2tune.db'}"
+
+
+def test_file_is_in_wal_mode_and_readers_do_not_wait_for_a_writer(db_url: str,
+                                                                   tmp_path: Path) -> None:
+    writer, reader = open_store(db_url), open_store(db_url)
+    tune(writer, prefill(512), [ok_result(launcher_config(), 1e-3)])
+    raw = sqlite3.connect(tmp_path / "xe2tune.db")
+    assert raw.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    raw.execute("BEGIN IMMEDIATE")  # another process holding the write lock
+    raw.execute("UPDATE xe2t_meta SET value = value + 1")
+    assert reader.best(BestQuery(head_dim=128, dtype="fp16", seq=512)) is not None
+    raw.rollback()
+    raw.close()
+
+
+def test_writers_queue_on_the_lock_instead_of_failing(db_url: str) -> None:
+    stores = [open_store(db_url) for _ in range(3)]
+    errors: list[BaseException] = []
+
+    def work(store: ResultStore, offset: int) -> None:
+        try:
+            for seq in range(offset, offset + 10):
+                tune(store, prefill(seq), [ok_result(launcher_config(), 1e-3)])
+        except BaseException as exc:  # noqa: BLE001  (reported below)
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(s, 100 * (i + 1)))
+               for i, s in enumerate(stores)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert len(stores[0].best_per_problem()) == 30
+
+
+def test_optuna_shares_the_database_and_survives_reopening(db_url: str) -> None:
+    store = open_store(db_url)
+    storage = optuna.storages.RDBStorage(store.optuna_storage_url(),
+                                         engine_kwargs=store.optuna_engine_kwargs())
+    study = optuna.create_study(storage=storage, study_name="s")
+    study.optimize(lambda t: t.suggest_float("x", 0, 1), n_trials=2)
+    tune(store, prefill(512), [ok_result(launcher_config(), 1e-3)])
+    store.close()
+    reopened = open_store(db_url)
+    assert len(optuna.load_study(study_name="s", storage=db_url).trials) == 2
+    assert len(reopened.best_per_problem()) == 1
+
+
+@pytest.mark.parametrize(("make_url", "message"), [
+    (lambda tmp: "not a url", "malformed database URL"),
+    (lambda tmp: "nosuchdialect://x/y", "unknown database dialect"),
+    (lambda tmp: f"sqlite:///{tmp}", "is a directory"),
+    (lambda tmp: f"sqlite:///{tmp}/missing/x.db", "does not exist"),
+    (lambda tmp: f"sqlite:///{tmp}/text.db", "is not an SQLite database"),
+])
+def test_bad_urls_give_one_line_errors(tmp_path: Path, make_url, message: str) -> None:
+    (tmp_path / "text.db").write_text("hello, not a database\n")
+    with pytest.raises(StoreError, match=message) as info:
+        open_store(make_url(tmp_path))
+    assert "\n" not in str(info.value)
+
+
+def test_default_url_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch,
+                                                tmp_path: Path) -> None:
+    from xe2tune.db import default_database_url
+
+    monkeypatch.delenv("XE2TUNE_DB", raising=False)
+    monkeypatch.setenv("XE2TUNE_DATA_DIR", str(tmp_path))
+    assert default_database_url() == f"sqlite:///{tmp_path / 'xe2tune.db'}"
+    monkeypatch.setenv("XE2TUNE_DB", "sqlite:////elsewhere.db")
+    assert default_database_url() == "sqlite:////elsewhere.db"

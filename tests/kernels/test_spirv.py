@@ -1,0 +1,234 @@
+"""SPIR-V capture and summary: modules the real runtime compiler dumps, Intel's Xe2 compiler on
+them, ``xe2tune inspect``.
+
+Captures build on the embedded opencl:cpu device in a child process (``SYCL_DUMP_IMAGES``). The
+probe kernels under ``tests/data/`` have known features: two joint_matrix multiply-adds on
+16-lane subgroups (with and without ``grf_size<256>``), 1328 bytes of work-group static memory,
+a register-hungry loop, and a required subgroup size the CPU device must actually build.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+from _api_fixtures import xe2tune_command
+
+from xe2tune.errors import KernelCompileError
+from xe2tune.kernels import (
+    DEFAULT_GRF,
+    DOUBLE_GRF,
+    LARGE_GRF_OPTION,
+    CaptureTimeout,
+    IsaJob,
+    LaunchPlan,
+    ProblemSpec,
+    SpirvCapture,
+    SpirvError,
+    Verdict,
+    capture_spirv,
+    compile_isa_all,
+    family_for_mode,
+    parse_spirv,
+)
+
+DATA = Path(__file__).parents[1] / "data"
+TIMEOUT_S = 600.0
+PREFILL = ProblemSpec(mode="prefill", head_dim=128, dtype="fp16", q_len=512, kv_len=512,
+                      heads_q=8, heads_kv=8, batch=1, causal=False)
+
+
+def probe_plan(source: str, **defines: int) -> LaunchPlan:
+    # Kernel sources are named relative to kernels/; an absolute path names a test source.
+    return LaunchPlan(str(DATA / source), (), defines, (), {})
+
+
+def kernel(capture: SpirvCapture, name: str):
+    (found,) = [k for k in capture.kernels if k.kernel == name]
+    return found
+
+
+def module_of(capture: SpirvCapture, name: str):
+    (found,) = [m for m in capture.modules if any(k.kernel == name for k in m.kernels)]
+    return found
+
+
+@pytest.fixture(scope="module", params=[0, 1], ids=["grf-default", "grf-256"])
+def probe(request: pytest.FixtureRequest) -> tuple[int, SpirvCapture]:
+    return request.param, capture_spirv(probe_plan("spirv_probe.cpp", GRF256=request.param),
+                                        timeout_s=TIMEOUT_S)
+
+
+@pytest.fixture(scope="module")
+def prefill_capture(cpu_caps) -> tuple[dict, SpirvCapture]:
+    family = family_for_mode("prefill")
+    config = family.default_config(PREFILL, cpu_caps)
+    plan = family.plan(config, PREFILL, cpu_caps)
+    return family.params_from_config(config), capture_spirv(plan, timeout_s=TIMEOUT_S)
+
+
+def test_bytes_that_are_not_spirv_are_refused():
+    with pytest.raises(SpirvError, match="magic"):
+        parse_spirv(b"\x7fELF" + bytes(60))
+    with pytest.raises(SpirvError, match="whole number"):
+        parse_spirv(b"\x03\x02\x23\x07" * 4 + b"xy")
+
+
+@pytest.mark.requires_xpu
+def test_truncated_module_is_refused(probe):
+    _, capture = probe
+    with pytest.raises(SpirvError, match="truncated"):
+        parse_spirv(capture.images[0][:24])  # the header and half an OpCapability
+
+
+@pytest.mark.requires_xpu
+def test_prefill_default_has_no_subgroup_size_no_mads_and_its_staged_tiles(prefill_capture):
+    params, capture = prefill_capture
+    (module,) = capture.modules
+    prefill, pack = kernel(capture, "xe2t_sdpa_prefill"), kernel(capture, "xe2t_sdpa_pack_kv")
+    assert prefill.subgroup_size is None and pack.subgroup_size is None
+    assert prefill.register_mode == pack.register_mode == DEFAULT_GRF
+    assert module.matrix_mads == 0 and "SPV_KHR_cooperative_matrix" not in module.extensions
+    # The compiled work_group_static array is what the family's validation budgets for.
+    local = family_for_mode("prefill").local_bytes(params, PREFILL)
+    assert local > 0 and prefill.local_memory_bytes == local
+    assert pack.local_memory_bytes == 0 and module.local_memory_bytes == local
+    assert module.entry_points == {k.name: k.function_id for k in module.kernels}
+
+
+@pytest.mark.requires_xpu
+def test_joint_matrix_kernel_two_mads_on_16_lane_subgroups(probe):
+    grf256, capture = probe
+    mma = kernel(capture, "xe2t_probe_mma")
+    module = module_of(capture, "xe2t_probe_mma")
+    assert mma.subgroup_size == 16 and mma.matrix_mads == 2 and module.matrix_mads == 2
+    assert module.matrix_mads_by_function == {"__sycl_kernel_xe2t_probe_mma": 2}
+    assert mma.register_mode == (DOUBLE_GRF if grf256 else DEFAULT_GRF)
+    assert "SPV_KHR_cooperative_matrix" in module.extensions
+    assert "CooperativeMatrixKHR" in module.capabilities
+    assert mma.local_memory_bytes == 0
+    summary = capture.summary_dict()
+    assert summary["matrix_mads"] == 2 and summary["subgroup_sizes"] == [16]
+
+
+@pytest.mark.requires_xpu
+def test_local_memory_is_attributed_to_the_kernel_that_declares_it(probe):
+    _, capture = probe
+    local = kernel(capture, "xe2t_probe_local")
+    assert local.local_memory_bytes == 300 * 4 + 64 * 2
+    assert local.subgroup_size is None and local.register_mode == DEFAULT_GRF
+    assert local.matrix_mads == 0 and kernel(capture, "xe2t_probe_spill").local_memory_bytes == 0
+    assert capture.summary_dict()["local_memory_bytes"] == 1328
+
+
+@pytest.mark.requires_xpu
+def test_required_subgroup_size_kernel_is_built_for_real():
+    # The CPU runtime builds it only under vectorizer mode 0: the capture must get there.
+    capture = capture_spirv(probe_plan("spirv_subgroup.cpp"), timeout_s=TIMEOUT_S)
+    assert kernel(capture, "xe2t_probe_subgroup_sum").subgroup_size == 16
+    assert capture.build_seconds > 0
+
+
+@pytest.mark.requires_xpu
+def test_failed_build_raises_with_the_log(monkeypatch, tmp_path):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    with pytest.raises(KernelCompileError) as caught:
+        capture_spirv(probe_plan("spirv_probe.cpp", BROKEN=1), timeout_s=TIMEOUT_S)
+    assert "this build fails on purpose" in caught.value.log
+    assert len(caught.value.args[0].splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []  # the scratch directory is gone
+
+
+@pytest.mark.requires_xpu
+def test_timeout_kills_the_child_and_leaves_no_scratch(monkeypatch, tmp_path):
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    with pytest.raises(CaptureTimeout, match="0.5 s"):
+        capture_spirv(probe_plan("spirv_probe.cpp"), timeout_s=0.5)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.requires_xpu
+def test_xe2_compiler_reports_the_spill_and_the_matrix_kernel_of_captured_modules(
+        probe, xe2_compiler, monkeypatch, tmp_path):
+    monkeypatch.setenv("XE2TUNE_CACHE_DIR", str(tmp_path))
+    grf256, capture = probe
+    spill_module = module_of(capture, "xe2t_probe_spill")
+    mma_module = module_of(capture, "xe2t_probe_mma")
+    jobs = [IsaJob(capture.images[capture.modules.index(m)], m, "bmg")
+            for m in (spill_module, mma_module)]
+    spill_isa, mma_isa = compile_isa_all(jobs)
+    assert spill_isa.verdict is Verdict.COMPILED and spill_isa.target == "bmg"
+    assert spill_isa.options == () and "for bmg" in spill_isa.text()
+    spill = next(k for k in spill_isa.kernels if k.kernel == "xe2t_probe_spill")
+    assert spill.grf_count == 128 and spill.spill_bytes > 0
+    assert spill.counts.scratch_messages > 0
+    assert mma_isa.options == ((LARGE_GRF_OPTION,) if grf256 else ())
+    (mma,) = [k for k in mma_isa.kernels if k.kernel == "xe2t_probe_mma"]
+    assert mma.verdict is Verdict.COMPILED and mma.has_dpas and mma.simd == 16
+    assert mma.grf_count == (256 if grf256 else 128) and mma.counts.dpas >= 2
+
+
+def run_cli(*args: str, timeout: float = TIMEOUT_S) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([xe2tune_command(), *args], capture_output=True, text=True,
+                          env=dict(os.environ), timeout=timeout)
+
+
+@pytest.mark.requires_xpu
+def test_inspect_json_on_the_live_cpu_device(cpu_caps):
+    proc = run_cli("inspect", "--head-dim", "64", "--seq", "128", "--device", "opencl:cpu",
+                   "--json")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["family"] == "sdpa_prefill" and out["device"] == "opencl:cpu"
+    problem = ProblemSpec(**out["problem"])
+    family = family_for_mode("prefill")
+    config = family.default_config(problem, cpu_caps)
+    assert out["config"] == config.to_dict()
+    spirv = out["spirv"]
+    kernels = {k["kernel"]: k for k in spirv["kernels"]}
+    assert set(kernels) == {"xe2t_sdpa_prefill", "xe2t_sdpa_pack_kv"}
+    local = family.local_bytes(family.params_from_config(config), problem)
+    assert kernels["xe2t_sdpa_prefill"]["local_memory_bytes"] == local
+    assert spirv["matrix_mads"] == 0 and spirv["subgroup_sizes"] == []
+    assert spirv["register_modes"] == [DEFAULT_GRF] and spirv["build_s"] > 0
+    assert out["isa"] is None
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["--target", "nosuch"], "accepted: b580"),
+    (["--target", "b580", "--family", "nosuch"], "accepted: sdpa_xmx_prefill"),
+    (["--target", "b580", "--device", "opencl:cpu"], "exclude each other"),
+])
+def test_inspect_bad_input_is_one_line(args, needle):
+    proc = run_cli("inspect", "--head-dim", "64", "--seq", "128", *args, timeout=120)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0], proc.stderr
+
+
+@pytest.mark.requires_xpu
+def test_bench_json_carries_the_spirv_summary():
+    proc = run_cli("bench", "--head-dim", "64", "--seq", "64", "--heads-q", "2", "--heads-kv",
+                   "2", "--warmup", "1", "--iters", "3", "--json")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    kernels = {k["kernel"] for k in out["spirv"]["kernels"]}
+    assert "xe2t_sdpa_prefill" in kernels and out["spirv"]["matrix_mads"] == 0
+
+
+@pytest.mark.requires_xpu
+def test_bench_isa_target_reports_the_build_that_gpu_would_run(xe2_compiler):
+    # Timed on the CPU device; the ISA is of the same config planned for the B580 (its
+    # register mode and policy), compiled by Intel's Xe2 compiler for bmg.
+    proc = run_cli("bench", "--head-dim", "64", "--seq", "64", "--heads-q", "2", "--heads-kv",
+                   "2", "--warmup", "1", "--iters", "3", "--isa-target", "b580", "--json")
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["status"] == "ok" and out["isa"]["target"] == "bmg"
+    (module,) = out["isa"]["modules"]
+    assert module["verdict"] == "compiled" and module["target"] == "bmg"
+    assert {k["kernel"] for k in module["kernels"]} >= {"xe2t_sdpa_prefill"}
