@@ -175,8 +175,8 @@ def test_best_404_for_an_unknown_device_lists_the_known_ones(client: TestClient)
 
 
 @pytest.mark.parametrize(("name", "value", "accepted"), [
-    ("head_dim", "100", "64, 96, 128, 192 or 256"),
-    ("head_dim", "abc", "64, 96, 128, 192 or 256"),
+    ("head_dim", "100", "64, 96, 128, 192, 256 or 576"),
+    ("head_dim", "abc", "64, 96, 128, 192, 256 or 576"),
     ("dtype", "fp8", "'fp16', 'bf16' or 'fp32'"),
     ("seq", "0", "greater than or equal to 1"),
     ("seq", "many", "valid integer"),
