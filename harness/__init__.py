@@ -17,14 +17,14 @@ from xe2tune.harness._device import (
     open_queue,
     resolve_device,
 )
+from xe2tune.harness._device_process import DeviceProcessSpec, overlaps_builds
 from xe2tune.harness._executor import BufferSet, PlanExecutor
 from xe2tune.harness._fit import problem_unfit_reason
 from xe2tune.harness._limits import TrialLimits
 from xe2tune.harness._peaks import DevicePeaks, catalog_peaks
 from xe2tune.harness._roofline import RooflineModel, SdpaWork, sdpa_work, visible_pairs
 from xe2tune.harness._runner import ConfigRunner, MeasureRequest, TrialHooks
-from xe2tune.harness._supervisor import WorkerGone, WorkerProcess
-from xe2tune.harness._worker import WorkerSpec, overlaps_builds
+from xe2tune.harness._supervisor import DeviceProcess, DeviceProcessGone
 from xe2tune.measurement import (
     CorrectnessReport,
     RooflineFigures,
@@ -53,9 +53,9 @@ __all__ = [
     "TrialLimits",
     "TrialResult",
     "TrialStatus",
-    "WorkerGone",
-    "WorkerProcess",
-    "WorkerSpec",
+    "DeviceProcessGone",
+    "DeviceProcess",
+    "DeviceProcessSpec",
     "bench",
     "catalog_peaks",
     "device_caps",

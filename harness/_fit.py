@@ -2,7 +2,7 @@
 
 Failures that belong to the problem rather than the config (the float64 reference does not fit
 in the host's memory, the rotated buffers do not fit the device) would otherwise fail every
-config of the study, or kill the worker, one trial at a time.
+config of the study, or kill the device process, one trial at a time.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Time limits of a trial's steps in the worker process: past its limit a step is killed.
+"""Time limits of a trial's steps in the device process: past its limit a step is killed.
 
 A build gets a fixed, configurable limit (``XE2TUNE_BUILD_TIMEOUT``). Verification and timing
 get a limit derived from the problem: the roofline model's ideal time of one launch, times a
@@ -21,14 +21,14 @@ DEFAULT_BUILD_S = 120.0  # a cold build of the largest prefill config takes ~10 
 
 @dataclass(frozen=True)
 class TrialLimits:
-    """How long each step of a trial may take before the worker is killed."""
+    """How long each step of a trial may take before the device process is killed."""
 
     build_s: float = DEFAULT_BUILD_S
     run_floor_s: float = 30.0  # the least verification + timing ever get (allocation, checks)
     slowdown: float = 100.0  # a launch may be this much slower than the roofline's ideal time
     # The float64 reference ran at 3.5 GFLOP/s on 2 cores (hd128 s2048); 14x below that.
     reference_flops_per_s: float = 2.5e8
-    startup_s: float = 120.0  # a worker's start: imports, the device queue, the extension
+    startup_s: float = 120.0  # a device process's start: imports, the device queue, the extension
 
     def __post_init__(self) -> None:
         for f in fields(self):

@@ -66,7 +66,7 @@ class MeasureRequest:
 
 
 class TrialHooks(Protocol):
-    """What a ConfigRunner tells about a trial while it runs; the trial worker implements it to
+    """What a ConfigRunner tells about a trial while it runs; the device process implements it to
     put time limits on each step (and, in tests only, to plant faults).
 
     Both methods are called synchronously from the measuring thread.

@@ -1,4 +1,4 @@
-"""The parent's side of one trial worker process: start it, talk to it, and kill it.
+"""The parent's side of one device process: start it, talk to it, and kill it.
 
 Only the lifecycle and the pipe live here; what a message means (which step, which limit, which
 status a death becomes) is the trial runner's business.
@@ -14,29 +14,29 @@ import sys
 import time
 from typing import Any
 
-from xe2tune.errors import WorkerError
-from xe2tune.harness._worker import WorkerSpec
+from xe2tune.errors import DeviceProcessError
+from xe2tune.harness._device_process import DeviceProcessSpec
 
 # A fresh interpreter, not a fork (the SYCL runtime is not fork-safe), and not multiprocessing's
 # "spawn" either: that re-runs the parent's main module first (for the CLI, every command's
 # imports: ~5 s of start-up).
-_WORKER_MAIN = "from xe2tune.harness._worker import main; main()"
+_DEVICE_PROCESS_MAIN = "from xe2tune.harness._device_process import main; main()"
 
 
-class WorkerGone(Exception):
-    """The worker process is dead (killed, crashed or exited); :meth:`WorkerProcess.exit_reason`
+class DeviceProcessGone(Exception):
+    """The device process is dead (killed, crashed or exited); :meth:`DeviceProcess.exit_reason`
     says how."""
 
 
-class WorkerProcess:
-    """One live worker process on one device.
+class DeviceProcess:
+    """One live device process on one device.
 
     Not thread-safe, except :meth:`kill`, which may be called from another thread or a signal
     handler to unblock a pending :meth:`receive`.
     """
 
-    def __init__(self, spec: WorkerSpec) -> None:
-        """Start the worker process (it reports ready once its device queue is open).
+    def __init__(self, spec: DeviceProcessSpec) -> None:
+        """Start the device process (it reports ready once its device queue is open).
 
         Raises:
             OSError: if no process can be started at all.
@@ -47,12 +47,12 @@ class WorkerProcess:
         self._killed = False
         try:
             self._proc = subprocess.Popen(
-                [sys.executable, "-c", _WORKER_MAIN, str(child.fileno()), str(lifeline)],
+                [sys.executable, "-c", _DEVICE_PROCESS_MAIN, str(child.fileno()), str(lifeline)],
                 pass_fds=(child.fileno(), lifeline), stdin=subprocess.DEVNULL,
                 stdout=2,  # the parent's stdout may be a --json document: runtime chatter to stderr
             )
         finally:
-            child.close()  # so that the worker's death reads as end-of-file here
+            child.close()  # so that the device process's death reads as end-of-file here
             os.close(lifeline)
         try:
             self._conn.send(spec)
@@ -62,45 +62,47 @@ class WorkerProcess:
         self.startup_s: float | None = None
 
     def wait_ready(self, startup_s: float) -> None:
-        """Wait until the worker has opened its device queue; sets :attr:`startup_s`.
+        """Wait until the device process has opened its device queue; sets :attr:`startup_s`.
 
         Raises:
-            WorkerError: if it reports an error, dies, or is not ready within ``startup_s``
+            DeviceProcessError: if it reports an error, dies, or is not ready within ``startup_s``
                 seconds of its start (it is killed then).
-            WorkerGone: if :meth:`kill` was called meanwhile.
+            DeviceProcessGone: if :meth:`kill` was called meanwhile.
         """
         try:
             message = self.receive(self._started + startup_s)
-        except WorkerGone:
+        except DeviceProcessGone:
             if self._killed:
                 raise
-            raise WorkerError(
-                f"the trial worker died while starting ({self.exit_reason()})") from None
+            raise DeviceProcessError(
+                f"the device process died while starting ({self.exit_reason()})") from None
         if message is None:
             self.kill()
-            raise WorkerError(f"the trial worker was not ready within {startup_s:.0f} s "
+            raise DeviceProcessError(f"the device process was not ready within {startup_s:.0f} s "
                               "(opening the device queue); it was killed")
         if message[0] == "error":
             self.kill()
-            raise WorkerError(f"the trial worker could not start: {message[1]}", message[2])
+            raise DeviceProcessError(f"the device process could not start: {message[1]}",
+                                     message[2])
         self.startup_s = time.monotonic() - self._started
 
     def send(self, message: tuple[Any, ...]) -> None:
         """Send one message.
 
         Raises:
-            WorkerGone: if the worker is dead.
+            DeviceProcessGone: if the device process is dead.
         """
         try:
             self._conn.send(message)
         except OSError:
-            raise WorkerGone from None
+            raise DeviceProcessGone from None
 
     def receive(self, deadline: float | None) -> tuple[Any, ...] | None:
         """The next message, or None once ``time.monotonic()`` passes ``deadline``.
 
         Raises:
-            WorkerGone: if the worker is dead and every message it sent has been read.
+            DeviceProcessGone: if the device process is dead and every message it sent has been
+                read.
         """
         try:
             while True:
@@ -110,10 +112,10 @@ class WorkerProcess:
                 if deadline is not None and time.monotonic() >= deadline:
                     return None
         except (EOFError, OSError):
-            raise WorkerGone from None
+            raise DeviceProcessGone from None
 
     def kill(self) -> None:
-        """Kill the worker now (SIGKILL: it holds nothing worth saving). Idempotent."""
+        """Kill the device process now (SIGKILL: it holds nothing worth saving). Idempotent."""
         self._killed = True
         if self._proc.poll() is None:
             self._proc.kill()
@@ -124,7 +126,7 @@ class WorkerProcess:
         return self._killed
 
     def exit_reason(self) -> str:
-        """How the worker ended, e.g. "signal 11 (SIGSEGV)" or "exit status 1"."""
+        """How the device process ended, e.g. "signal 11 (SIGSEGV)" or "exit status 1"."""
         try:
             code = self._proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
@@ -134,10 +136,10 @@ class WorkerProcess:
         return f"exit status {code}"
 
     def close(self, grace_s: float = 5.0) -> None:
-        """Ask the worker to stop; kill it if it has not within ``grace_s``. Idempotent."""
+        """Ask the device process to stop; kill it if it has not within ``grace_s``. Idempotent."""
         try:
             self.send(("stop",))
-        except WorkerGone:
+        except DeviceProcessGone:
             pass
         try:
             self._proc.wait(timeout=grace_s)

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from xe2tune.config import cpu_vectorizer_mode, spirv_capture_env
-from xe2tune.errors import KernelCompileError, WorkerError, Xe2TuneError
+from xe2tune.errors import DeviceProcessError, KernelCompileError, Xe2TuneError
 from xe2tune.kernels._family import LaunchPlan
 from xe2tune.kernels._jit import build_program
 from xe2tune.kernels._spirv import KernelSpirv, SpirvSummary, parse_spirv
@@ -90,7 +90,7 @@ def _run_child(
 
     Raises:
         subprocess.TimeoutExpired: past ``timeout_s`` (the child is killed first).
-        WorkerError: if the child dies without writing its outcome.
+        DeviceProcessError: if the child dies without writing its outcome.
     """
     request = json.dumps({"source_file": plan.source_file, "defines": dict(plan.defines),
                           "sources": dict(sources) if sources is not None else None})
@@ -102,7 +102,7 @@ def _run_child(
         result_path = Path(scratch) / _RESULT_FILE
         if proc.returncode != 0 or not result_path.exists():
             last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-            raise WorkerError(
+            raise DeviceProcessError(
                 f"the SPIR-V capture child exited with {proc.returncode}: {last}", proc.stderr)
         dumps = sorted((int(m[1]), p) for p in Path(scratch).iterdir()
                        if (m := _DUMP.match(p.name)))
@@ -130,7 +130,7 @@ def capture_spirv(
     Raises:
         KernelCompileError: if the build fails (with the compiler log).
         CaptureTimeout: if the capture takes longer than ``timeout_s`` (the child is killed).
-        WorkerError: if a child dies without a result (no device, a crash in the runtime).
+        DeviceProcessError: if a child dies without a result (no device, a crash in the runtime).
         SpirvError: if a dumped module cannot be read.
     """
     started = time.perf_counter()

@@ -87,7 +87,7 @@ def confirm(store: ResultStore, runner: TrialRunner, request: MeasureRequest, *,
 
     Raises:
         TrialAbandoned: the runner was asked to stop (nothing is stored).
-        WorkerError: the runner failed.
+        DeviceProcessError: the runner failed.
         StoreError: the database failed.
     """
     family, problem = request.family, request.problem

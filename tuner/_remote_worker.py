@@ -290,7 +290,7 @@ class RemoteStudy:
         Raises:
             TrialAbandoned: a stop.
             StoreError: the API refused the result.
-            WorkerError: the runner failed.
+            DeviceProcessError: the runner failed.
             In every case the trial went back to WAITING first.
         """
         self._requeue_stale()
@@ -341,7 +341,7 @@ def run_remote_worker(studies: list[RemoteStudy], report: WorkerReport, *,
 
     Raises:
         StoreError: the proxy or the API failed.
-        WorkerError: the runner failed.
+        DeviceProcessError: the runner failed.
     """
     ran = 0
     try:

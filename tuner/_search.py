@@ -66,7 +66,7 @@ def run_search(
 
     Raises:
         EmptySpaceError: a problem without a single valid config on this device.
-        WorkerError: the runner failed.
+        DeviceProcessError: the runner failed.
         StoreError: the database failed.
     """
     deadline = (time.perf_counter() + plan.budget.timeout_s) if plan.budget.timeout_s else None

@@ -407,7 +407,7 @@ class StudyRun:
         confirmation round; the trial in flight and the one asked next go back to the queue.
 
         Raises:
-            WorkerError: the runner failed.
+            DeviceProcessError: the runner failed.
             StoreError: the database failed.
         """
         progress = StudyProgress(

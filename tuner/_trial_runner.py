@@ -1,7 +1,7 @@
 """The TrialRunner protocol: where configs get built and measured.
 
 The search loop only talks to this interface. :class:`SupervisedTrialRunner` builds and measures
-in a worker process per device, each step under a time limit, so a config that hangs or crashes
+in a device process per device, each step under a time limit, so a config that hangs or crashes
 the device runtime fails alone; :class:`InProcessTrialRunner` measures in this process.
 """
 
@@ -15,16 +15,16 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from xe2tune.errors import TrialAbandoned, WorkerError
+from xe2tune.errors import DeviceProcessError, TrialAbandoned
 from xe2tune.harness import (
     ConfigRunner,
+    DeviceProcess,
+    DeviceProcessGone,
+    DeviceProcessSpec,
     MeasureRequest,
     TrialLimits,
     TrialResult,
     TrialStatus,
-    WorkerGone,
-    WorkerProcess,
-    WorkerSpec,
     overlaps_builds,
 )
 from xe2tune.kernels import ProblemSpec
@@ -53,7 +53,7 @@ class TrialRunner(Protocol):
 
         Raises:
             TrialAbandoned: if :meth:`abandon` was called meanwhile (record nothing).
-            WorkerError: if the runner's process failed in a way no config explains.
+            DeviceProcessError: if the runner's process failed in a way no config explains.
             Nothing else for failures of the config (they are the result's status).
         """
         ...
@@ -65,7 +65,7 @@ class TrialRunner(Protocol):
 
         Raises:
             ValueError: if ``rounds`` < 1.
-            TrialAbandoned, WorkerError: as :meth:`measure`.
+            TrialAbandoned, DeviceProcessError: as :meth:`measure`.
         """
         ...
 
@@ -137,8 +137,9 @@ class InProcessTrialRunner:
 
 @dataclass(frozen=True)
 class PhaseMark:
-    """A step the worker started: "build", "reference", "verify", "time", or "background build"
-    / "background built" around an overlapped build. ``t`` is the worker's ``time.monotonic()``
+    """A step the device process started: "build", "reference", "verify", "time", or
+    "background build" / "background built" around an overlapped build. ``t`` is the device
+    process's ``time.monotonic()``
     (one clock for all processes of the host)."""
 
     t: float
@@ -148,7 +149,7 @@ class PhaseMark:
 
 @dataclass(frozen=True)
 class _Death:
-    """The worker died or was killed during a config's step."""
+    """The device process died or was killed during a config's step."""
 
     status: TrialStatus
     step: str | None
@@ -161,44 +162,45 @@ class _Death:
 
 
 class SupervisedTrialRunner:
-    """Builds and measures in a worker process on the device, each step under a time limit.
+    """Builds and measures in a device process on the device, each step under a time limit.
 
-    The worker starts on first use (or :meth:`start`) and serves every trial after that, so its
-    start-up is paid once per device; only a kill or a crash costs a fresh one. A build over
-    ``limits.build_s`` becomes BUILD_TIMEOUT, a verification or timing over
-    ``limits.run_s(problem, ...)`` RUN_TIMEOUT (the worker is killed in both cases), a worker
-    death CRASH with its signal; the next call starts a fresh worker. Where the device is the
-    host's CPU (``spec.overlap_builds`` False), :meth:`prebuild` does nothing: each config is
-    built by its own ``measure``, between measurements, never next to a timed kernel.
+    The device process starts on first use (or :meth:`start`) and serves every trial after
+    that, so its start-up is paid once per device; only a kill or a crash costs a fresh one. A
+    build over ``limits.build_s`` becomes BUILD_TIMEOUT, a verification or timing over
+    ``limits.run_s(problem, ...)`` RUN_TIMEOUT (the device process is killed in both cases), a
+    device process death CRASH with its signal; the next call starts a fresh device process.
+    Where the device is the host's CPU (``spec.overlap_builds`` False), :meth:`prebuild` does
+    nothing: each config is built by its own ``measure``, between measurements, never next to a
+    timed kernel.
 
-    ``timeline`` keeps the latest steps the workers reported, ``startups`` the seconds each
-    worker took to become ready.
+    ``timeline`` keeps the latest steps the device processes reported, ``startups`` the seconds
+    each device process took to become ready.
     """
 
-    def __init__(self, spec: WorkerSpec, limits: TrialLimits | None = None) -> None:
+    def __init__(self, spec: DeviceProcessSpec, limits: TrialLimits | None = None) -> None:
         self.spec = spec
         self.limits = limits or TrialLimits.from_env()
         self.timeline: deque[PhaseMark] = deque(maxlen=10_000)
         self.startups: list[float] = []
-        self._worker: WorkerProcess | None = None
+        self._process: DeviceProcess | None = None
         self._busy = False
         self._abandoned = False
 
     def start(self) -> None:
-        """Start the worker now, so its start-up is not inside the first trial.
+        """Start the device process now, so its start-up is not inside the first trial.
 
         Raises:
-            WorkerError: if it cannot start.
+            DeviceProcessError: if it cannot start.
         """
-        self._ready_worker()
+        self._ready_process()
 
     def prebuild(self, request: MeasureRequest) -> None:
         if not self.spec.overlap_builds:
             return
         try:
-            self._ready_worker().send(("prebuild", request.to_dict()))
-        except (WorkerGone, WorkerError, TrialAbandoned):
-            self._discard_worker()  # the next measure starts a fresh one and builds there
+            self._ready_process().send(("prebuild", request.to_dict()))
+        except (DeviceProcessGone, DeviceProcessError, TrialAbandoned):
+            self._discard_process()  # the next measure starts a fresh one and builds there
 
     def measure(self, request: MeasureRequest) -> TrialResult:
         reply = self._call(("measure", request.to_dict()), [request])
@@ -217,12 +219,12 @@ class SupervisedTrialRunner:
                 for i, data in zip(remaining, reply[1], strict=True):
                     results[i] = TrialResult.from_dict(data, requests[i].config)
                 break
-            # The config whose step killed the worker fails alone; the others are compared
-            # again, from the start, in a fresh worker.
+            # The config whose step killed the device process fails alone; the others are compared
+            # again, from the start, in a fresh device process.
             culprit = next((i for i in remaining
                             if requests[i].config.config_hash() == reply.config_hash), None)
             if culprit is None:
-                raise WorkerError(f"the trial worker died outside any config's step: "
+                raise DeviceProcessError(f"the device process died outside any config's step: "
                                   f"{reply.error}")
             results[culprit] = reply.result(requests[culprit])
             remaining.remove(culprit)
@@ -231,43 +233,43 @@ class SupervisedTrialRunner:
     def abandon(self) -> None:
         if self._busy:
             self._abandoned = True
-        worker = self._worker
-        if worker is not None:
-            worker.kill()
+        process = self._process
+        if process is not None:
+            process.kill()
 
     def close(self) -> None:
-        if self._worker is not None:
-            self._worker.close()
-            self._worker = None
+        if self._process is not None:
+            self._process.close()
+            self._process = None
 
-    def _ready_worker(self) -> WorkerProcess:
-        if self._worker is not None and self._worker.killed:  # abandoned while idle
-            self._discard_worker()
-        if self._worker is None:
-            worker = WorkerProcess(self.spec)
-            self._worker = worker  # abandon() can kill it from here on
+    def _ready_process(self) -> DeviceProcess:
+        if self._process is not None and self._process.killed:  # abandoned while idle
+            self._discard_process()
+        if self._process is None:
+            process = DeviceProcess(self.spec)
+            self._process = process  # abandon() can kill it from here on
             try:
-                worker.wait_ready(self.limits.startup_s)
-            except WorkerGone:
-                self._discard_worker()
+                process.wait_ready(self.limits.startup_s)
+            except DeviceProcessGone:
+                self._discard_process()
                 self._raise_if_abandoned()
-                raise WorkerError("the trial worker was killed while starting") from None
-            except WorkerError:
-                self._discard_worker()
+                raise DeviceProcessError("the device process was killed while starting") from None
+            except DeviceProcessError:
+                self._discard_process()
                 raise
-            assert worker.startup_s is not None
-            self.startups.append(worker.startup_s)
-        return self._worker
+            assert process.startup_s is not None
+            self.startups.append(process.startup_s)
+        return self._process
 
-    def _discard_worker(self) -> None:
-        worker, self._worker = self._worker, None
-        if worker is not None:
-            worker.kill()
-            worker.close(grace_s=5.0)
+    def _discard_process(self) -> None:
+        process, self._process = self._process, None
+        if process is not None:
+            process.kill()
+            process.close(grace_s=5.0)
 
     def _raise_if_abandoned(self) -> None:
         if self._abandoned:
-            self._discard_worker()
+            self._discard_process()
             raise TrialAbandoned("the trial was abandoned")
 
     def _call(self, message: tuple[Any, ...],
@@ -275,26 +277,26 @@ class SupervisedTrialRunner:
         self._abandoned, self._busy = False, True
         try:
             for _attempt in range(2):
-                worker = self._ready_worker()
+                process = self._ready_process()
                 try:
-                    worker.send(message)
+                    process.send(message)
                     break
-                except WorkerGone:  # died while idle (an overlapped build crashed): start anew
+                except DeviceProcessGone:  # died idle (an overlapped build crashed): anew
                     self._raise_if_abandoned()
-                    self._discard_worker()
+                    self._discard_process()
             else:
-                raise WorkerError("the trial worker died twice before it got a trial")
+                raise DeviceProcessError("the device process died twice before it got a trial")
             try:
-                return self._await(worker, {r.config.config_hash(): r for r in requests})
+                return self._await(process, {r.config.config_hash(): r for r in requests})
             except BaseException:
-                self._discard_worker()  # interrupted mid-trial (Ctrl-C): never reuse it
+                self._discard_process()  # interrupted mid-trial (Ctrl-C): never reuse it
                 raise
         finally:
             self._busy = False
 
-    def _await(self, worker: WorkerProcess,
+    def _await(self, process: DeviceProcess,
                requests: dict[str, MeasureRequest]) -> tuple[Any, ...] | _Death:
-        """The worker's reply, timing each step it reports against that step's limit."""
+        """The device process's reply, timing each step it reports against that step's limit."""
         step: str | None = None
         config_hash: str | None = None
         # Until the first step starts (validation, planning) the least run limit applies.
@@ -302,22 +304,22 @@ class SupervisedTrialRunner:
         deadline = time.monotonic() + limit
         while True:
             try:
-                reply = worker.receive(deadline)
-            except WorkerGone:
+                reply = process.receive(deadline)
+            except DeviceProcessGone:
                 self._raise_if_abandoned()
-                how = worker.exit_reason()
-                self._discard_worker()
+                how = process.exit_reason()
+                self._discard_process()
                 during = f"during the {step} step" if step else "before its first step"
                 return _Death(TrialStatus.CRASH, step, config_hash,
-                              f"crash: the worker process died with {how} {during}")
+                              f"crash: the device process died with {how} {during}")
             if reply is None:
-                self._discard_worker()
+                self._discard_process()
                 self._raise_if_abandoned()
                 status = (TrialStatus.BUILD_TIMEOUT if step == "build"
                           else TrialStatus.RUN_TIMEOUT)
                 return _Death(status, step, config_hash,
                               f"{status.value}: the {step or 'first'} step took over its "
-                              f"{limit:.0f} s limit; the worker was killed")
+                              f"{limit:.0f} s limit; the device process was killed")
             kind = reply[0]
             if kind == "phase":
                 _, name, marked, t = reply
@@ -331,8 +333,8 @@ class SupervisedTrialRunner:
             elif kind == "warning":
                 warnings.warn(reply[1], stacklevel=2)
             elif kind == "error":
-                self._discard_worker()
-                raise WorkerError(f"the trial worker failed: {reply[1]}", reply[2])
+                self._discard_process()
+                raise DeviceProcessError(f"the device process failed: {reply[1]}", reply[2])
             else:
                 self._raise_if_abandoned()
                 return reply

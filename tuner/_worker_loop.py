@@ -91,7 +91,7 @@ def run_worker(
 
     Raises:
         EmptySpaceError: a problem without a single valid config on this device.
-        WorkerError: the runner failed.
+        DeviceProcessError: the runner failed.
         StoreError: the database failed.
     """
     tally = WorkerTally()

@@ -158,12 +158,12 @@ PLANTED_FAULTS = ("build_hang", "run_hang", "crash", "wrong_result")
 
 
 def planted_faults() -> dict[str, str]:
-    """TEST-ONLY: faults the trial worker plants, from ``XE2TUNE_FAULTS``.
+    """TEST-ONLY: faults the device process plants, from ``XE2TUNE_FAULTS``.
 
     A JSON object mapping a config hash to one of :data:`PLANTED_FAULTS`: "build_hang" (the build
-    step never returns), "run_hang" (the timed step never returns), "crash" (the worker kills
-    itself with SIGSEGV mid-trial), "wrong_result" (the output is corrupted before the check).
-    Only the supervised worker process obeys it; it exists so tests can show that a search
+    step never returns), "run_hang" (the timed step never returns), "crash" (the device process
+    kills itself with SIGSEGV mid-trial), "wrong_result" (the output is corrupted before the check).
+    Only the supervised device process obeys it; it exists so tests can show that a search
     survives what a real kernel or runtime can do. Never set it outside tests.
 
     Raises:

@@ -61,9 +61,10 @@ class TrialAbandoned(Xe2TuneError):
     its config stays untried."""
 
 
-class WorkerError(Xe2TuneError):
-    """The trial worker process could not start, or failed in a way no config explains (a bug
-    or a broken device runtime); ``details`` holds the worker's traceback when there is one."""
+class DeviceProcessError(Xe2TuneError):
+    """The device process could not start, or failed in a way no config explains (a bug or a
+    broken device runtime); ``details`` holds the device process's traceback when there is
+    one."""
 
     def __init__(self, message: str, details: str = "") -> None:
         super().__init__(message)

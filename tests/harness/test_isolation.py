@@ -21,12 +21,12 @@ from xe2tune.errors import InvalidConfig, TrialAbandoned
 from xe2tune.harness import (
     BenchSettings,
     DevicePeaks,
+    DeviceProcessSpec,
     MeasureRequest,
     TimingStats,
     TrialLimits,
     TrialResult,
     TrialStatus,
-    WorkerSpec,
     problem_unfit_reason,
 )
 from xe2tune.kernels import DeviceCaps, LauncherConfig, ProblemSpec, build_program, family_for_mode
@@ -49,7 +49,8 @@ def request(config: LauncherConfig) -> MeasureRequest:
 
 
 def make_runner(limits: TrialLimits = LIMITS, *, overlap: bool = False) -> SupervisedTrialRunner:
-    return SupervisedTrialRunner(WorkerSpec("opencl:cpu", SETTINGS, PEAKS, 0, overlap), limits)
+    spec = DeviceProcessSpec("opencl:cpu", SETTINGS, PEAKS, 0, overlap)
+    return SupervisedTrialRunner(spec, limits)
 
 
 @pytest.fixture(scope="module")

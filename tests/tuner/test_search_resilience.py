@@ -190,7 +190,7 @@ def test_an_interrupted_search_loses_no_config_and_the_rerun_measures_each_once(
 
 
 def with_group_killed(proc: subprocess.Popen) -> None:
-    """Kill what is left of the search's process group (its trial worker) and reap it."""
+    """Kill what is left of the search's process group (its device process) and reap it."""
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except ProcessLookupError:

@@ -17,8 +17,8 @@ from xe2tune.harness import (
     Ceilings,
     DeviceListing,
     DevicePeaks,
+    DeviceProcessSpec,
     RooflineModel,
-    WorkerSpec,
     catalog_peaks,
     device_caps,
     list_devices,
@@ -124,7 +124,7 @@ def open_runner(session: DeviceSession, settings: BenchSettings) -> SupervisedTr
     Raises:
         InvalidConfig: if ``XE2TUNE_BUILD_TIMEOUT`` is not a positive number.
     """
-    return SupervisedTrialRunner(WorkerSpec(
+    return SupervisedTrialRunner(DeviceProcessSpec(
         device=session.listing.filter_string, settings=settings, peaks=session.peaks,
         llc_bytes=session.llc_bytes, overlap_builds=overlaps_builds(session.caps),
     ))

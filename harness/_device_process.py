@@ -1,20 +1,20 @@
-"""The trial worker: a process that owns a queue on one device and runs trials on request.
+"""The device process: a process that owns a queue on one device and runs trials on request.
 
 The supervisor (:mod:`xe2tune.harness._supervisor`) starts it as a fresh interpreter running
 :func:`main` (the SYCL runtime is not fork-safe), hands it a connection and a lifeline pipe, sends
-the :class:`WorkerSpec`, then talks to it in tuples of plain data:
+the :class:`DeviceProcessSpec`, then talks to it in tuples of plain data:
 
-- to the worker: ``("measure", request)``, ``("compare", [request, ...], rounds)``,
+- to the device process: ``("measure", request)``, ``("compare", [request, ...], rounds)``,
   ``("prebuild", request)`` (only when builds overlap timing), ``("stop",)``; a request is
   ``MeasureRequest.to_dict()``;
-- from the worker: ``("ready", startup_s)`` once; ``("phase", name, config_hash, t)`` when a
+- from the device process: ``("ready", startup_s)`` once; ``("phase", name, config_hash, t)`` when a
   step of a trial starts (``t`` is ``time.monotonic()``, one clock for every process of the
   host); ``("background", "build" | "built", config_hash, t)`` around an overlapped build;
   ``("warning", text)``; then ``("result", TrialResult.to_dict())`` or ``("results", [...])``;
   or ``("error", message, traceback)`` when something no config explains went wrong, after
-  which the worker exits.
+  which the device process exits.
 
-The worker also obeys the test-only planted faults of ``XE2TUNE_FAULTS``
+The device process also obeys the test-only planted faults of ``XE2TUNE_FAULTS``
 (:func:`xe2tune.config.planted_faults`).
 """
 
@@ -52,8 +52,9 @@ def overlaps_builds(caps: DeviceCaps) -> bool:
 
 
 @dataclass(frozen=True)
-class WorkerSpec:
-    """What a worker needs to measure like the parent would: the device and how to measure."""
+class DeviceProcessSpec:
+    """What a device process needs to measure like the parent would: the device and how to
+    measure."""
 
     device: str  # SYCL filter string of the device
     settings: BenchSettings
@@ -90,10 +91,10 @@ class _Hooks:
         return out
 
 
-class _Worker:
-    """The worker's state: its runner, and the one overlapped build in flight (if any)."""
+class _DeviceServer:
+    """The device process's state: its runner, and the one overlapped build in flight (if any)."""
 
-    def __init__(self, spec: WorkerSpec, send: Send) -> None:
+    def __init__(self, spec: DeviceProcessSpec, send: Send) -> None:
         queue = open_queue(spec.device)
         load_extension()
         self.send = send
@@ -150,16 +151,16 @@ class _Worker:
 
 def _exit_with_parent(lifeline: int) -> None:
     # The supervisor holds the lifeline's write end and never writes: end-of-file means it died
-    # (even by kill -9), and a worker hanging in a build must not go on at 100 % CPU then.
+    # (even by kill -9), and a device process hanging in a build must not go on at 100 % CPU then.
     os.read(lifeline, 1)
     os._exit(1)
 
 
-def serve(conn: Connection, spec: WorkerSpec, lifeline: int) -> None:
+def serve(conn: Connection, spec: DeviceProcessSpec, lifeline: int) -> None:
     """Start up, report ready, then handle messages until "stop" or the end of the pipe."""
     started = time.monotonic()
     # Ctrl-C in a terminal reaches the whole process group: the supervisor decides what a
-    # SIGINT stops, and kills the worker when it must.
+    # SIGINT stops, and kills the device process when it must.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     threading.Thread(target=_exit_with_parent, args=(lifeline,), daemon=True).start()
     lock = threading.Lock()
@@ -169,13 +170,13 @@ def serve(conn: Connection, spec: WorkerSpec, lifeline: int) -> None:
             conn.send(message)
 
     try:
-        worker = _Worker(spec, send)
+        server = _DeviceServer(spec, send)
         send(("ready", time.monotonic() - started))
         while True:
             message = conn.recv()
             if message[0] == "stop":
                 return
-            worker.handle(message)
+            server.handle(message)
     except EOFError:
         return  # the supervisor closed the pipe
     except Exception as exc:  # anything no config explains: report it, then exit
@@ -183,8 +184,8 @@ def serve(conn: Connection, spec: WorkerSpec, lifeline: int) -> None:
 
 
 def main() -> None:
-    """The worker process's entry: ``argv[1]`` the connection's fd, ``argv[2]`` the lifeline's;
-    the first message on the connection is the WorkerSpec."""
+    """The device process's entry: ``argv[1]`` the connection's fd, ``argv[2]`` the lifeline's;
+    the first message on the connection is the DeviceProcessSpec."""
     conn = Connection(int(sys.argv[1]))
     spec = conn.recv()
     serve(conn, spec, int(sys.argv[2]))
