@@ -282,6 +282,10 @@ class SdpaFamilyBase:
     def _first_valid(
         self, candidates: Sequence[Mapping[str, Any]], problem: ProblemSpec, caps: DeviceCaps
     ) -> LauncherConfig:
+        # A problem the family cannot serve at all fails with its reason, not after every
+        # config of the space was tried in vain.
+        if (reason := self.unavailable_reason(problem, caps)) is not None:
+            raise InvalidProblem(reason)
         for params in candidates:
             config = self.config_from_params(problem, params)
             if self.invalid_reason(config, problem, caps) is None:

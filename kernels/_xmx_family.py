@@ -26,7 +26,7 @@ parameter               LauncherConfig              define      meaning
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
 from xe2tune.errors import InvalidConfig, InvalidProblem
@@ -115,14 +115,6 @@ class XmxFamilyBase(SdpaFamilyBase):
                     f"{self.name} family keeps a subgroup's O [rows, Dv] fp32 in registers; "
                     "sdpa_decode/sdpa_prefill serve it)")
         return None
-
-    def _first_valid(
-        self, candidates: Sequence[Mapping[str, Any]], problem: ProblemSpec, caps: DeviceCaps
-    ) -> LauncherConfig:
-        reason = self.unavailable_reason(problem, caps)
-        if reason is not None:
-            raise InvalidProblem(reason)
-        return super()._first_valid(candidates, problem, caps)
 
     def _dtype_reason(self, problem: ProblemSpec) -> str | None:
         if problem.dtype not in SERVED_DTYPES:

@@ -4,14 +4,17 @@
 // as they were before the variants existed (tests/kernels/test_kv_variant_isolation.py).
 #pragma once
 
-#if defined(XE2T_DV) || defined(XE2T_KV)
-#define XE2T_KV_VARIANT 1
-#include "sdpa_kv_variant.hpp"
-#else
-#define XE2T_KV_VARIANT 0
+#ifndef XE2T_KV
 using xe2t_kv = xe2t_elem;
 // FP8 K/V only: the kernels' K/V scale argument and where the scales apply.
 #define XE2T_KV_SCALE_PARAM
 #define XE2T_KV_K_SCALE(hkv)
 #define XE2T_KV_V_SCALE(hkv)
+#endif
+
+#if defined(XE2T_DV) || defined(XE2T_KV)
+#define XE2T_KV_VARIANT 1
+#include "sdpa_kv_variant.hpp"
+#else
+#define XE2T_KV_VARIANT 0
 #endif

@@ -18,13 +18,9 @@
 #endif
 #define XE2T_KV_DV XE2T_DV
 
-#ifndef XE2T_KV
-using xe2t_kv = xe2t_elem;
+#ifndef XE2T_KV  // xe2t_kv and the scale macros of K/V in xe2t_elem: sdpa_kv_select.hpp
 template <int W>
 using xe2t_kv_loader = xe2t::VecTileOps<W>;
-#define XE2T_KV_SCALE_PARAM
-#define XE2T_KV_K_SCALE(hkv)
-#define XE2T_KV_V_SCALE(hkv)
 #else
 #if XE2T_KV == 1
 using xe2t_kv = xe2t::fp8::e4m3;
