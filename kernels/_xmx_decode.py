@@ -29,11 +29,19 @@ FALLBACKS: tuple[dict[str, int], ...] = (
 )
 
 
+# Dv above this splits V's columns among work-groups (dv_splits): an 8-row fragment of O
+# [8, Dv] fp32 takes Dv / 2 registers, so from Dv 512 on it alone fills Xe2's 256.
+SPLIT_DV_ABOVE = 256
+DV_SPLITS = (1, 2, 4)
+
+
 class XmxDecodeFamily(XmxFamilyBase):
     """Decode: phase 1 per (rows, KV chunk) partials, phase 2 combine.
 
-    Extra knob: ``kv_chunk``, keys per split of phase 1 (a multiple of BK), a run-time argument.
-    Rows (q_len x GQA group) are padded to whole BQ tiles of whole 8-row fragments.
+    Extra knobs: ``kv_chunk``, keys per split of phase 1 (a multiple of BK), a run-time argument;
+    for latent decode (Dv > 256) only, ``dv_splits``: phase-1 work-groups that share V's columns
+    (each computes the scores over all of D and Dv / dv_splits columns of O). Rows (q_len x GQA
+    group) are padded to whole BQ tiles of whole 8-row fragments.
     """
 
     name = "sdpa_xmx_decode"
@@ -41,6 +49,13 @@ class XmxDecodeFamily(XmxFamilyBase):
     source_file = "sdpa_xmx_decode.cpp"
     kernel_names = ("xe2t_xmx_decode_split", "xe2t_xmx_decode_combine")
     extra_knobs = ("kv_chunk",)
+    optional_knobs = ("dv_splits",)
+
+    def dv_split_options(self, problem: ProblemSpec) -> tuple[int, ...]:
+        """(1, 2, 4) for Dv above 256 (the splits leaving whole 32-column halves), else (1,)."""
+        if problem.head_dim_v <= SPLIT_DV_ABOVE:
+            return (1,)
+        return tuple(s for s in DV_SPLITS if problem.head_dim_v % (s * 32) == 0)
 
     def parameter_space(self, problem: ProblemSpec) -> Mapping[str, Sequence[Any]]:
         """The Cartesian space: parameter name -> candidate values, for this problem.
@@ -50,6 +65,7 @@ class XmxDecodeFamily(XmxFamilyBase):
         """
         self._check_problem(problem)
         rows = problem.q_len * problem.group_size
+        splits = self.dv_split_options(problem)
         # A tile taller than the padded rows only computes padding.
         return {
             "bq": tuple(b for b in (8, 16, 32, 64, 128) if b == DPAS_M or b < 2 * rows),
@@ -61,6 +77,7 @@ class XmxDecodeFamily(XmxFamilyBase):
             "stages": (0, 1, 2),
             "grf": (128, 256),
             "kv_chunk": (256, 512, 1024, 2048, 4096),
+            **({"dv_splits": splits} if splits != (1,) else {}),
         }
 
     def _extra_reason(
@@ -71,19 +88,25 @@ class XmxDecodeFamily(XmxFamilyBase):
         return None
 
     def default_config(self, problem: ProblemSpec, caps: DeviceCaps) -> LauncherConfig:
-        """The first valid published config or fallback, ``kv_chunk`` halved (down to BK) until
-        phase 1 has a work-group per compute unit.
+        """The first valid published config or fallback (for latent decode with the fewest
+        ``dv_splits`` that fit), ``kv_chunk`` halved (down to BK) until phase 1 has a
+        work-group per compute unit.
 
         Raises:
             InvalidProblem: if the family cannot serve the problem or no config fits the device.
         """
         self._check_problem(problem)
         rows = problem.q_len * problem.group_size
+        splits = self.dv_split_options(problem)
         fitted = []
         candidates = [p for _, p in xmx_baseline_params(self.mode, problem.head_dim)]
         for params in [*candidates, *FALLBACKS]:
+            if splits != (1,):
+                params = {**params, "dv_splits": next(
+                    (s for s in splits if self._fits(params, s, problem, caps)), splits[-1])}
             row_tiles = -(-rows // params["bq"])
-            groups = problem.batch * problem.heads_kv * row_tiles
+            groups = (problem.batch * problem.heads_kv * row_tiles
+                      * params.get("dv_splits", 1))
             chunk = params["kv_chunk"]
             # Halving a power-of-two multiple of BK keeps it one.
             while (chunk > params["bk"]
@@ -92,12 +115,17 @@ class XmxDecodeFamily(XmxFamilyBase):
             fitted.append({**params, "kv_chunk": chunk})
         return self._first_valid(fitted, problem, caps)
 
+    def _fits(self, params: Mapping[str, Any], dv_splits: int, problem: ProblemSpec,
+              caps: DeviceCaps) -> bool:
+        config = self.config_from_params(problem, {**params, "dv_splits": dv_splits})
+        return self.invalid_reason(config, problem, caps) is None
+
     def plan(
         self, config: LauncherConfig, problem: ProblemSpec, caps: DeviceCaps, *,
         scale: float | None = None,
     ) -> LaunchPlan:
-        """Two launches: split over (batch * heads_kv, row_tiles * chunks * items), local
-        (1, items), items = sg_q * sg_k * 16; combine over (batch * heads_kv * rows, Dv),
+        """Two launches: split over (batch * heads_kv, row_tiles * chunks * dv_splits * items),
+        local (1, items), items = sg_q * sg_k * 16; combine over (batch * heads_kv * rows, Dv),
         local (1, 16). Scratch: partial O and (m, l) of every padded row of every chunk.
 
         Raises:
@@ -112,7 +140,8 @@ class XmxDecodeFamily(XmxFamilyBase):
         heads = problem.batch * problem.heads_kv
         split, combine = split_kv_launches(
             self.kernel_names, problem, self.qscale(problem, scale), kv_chunk,
-            split_global=(heads, row_tiles * chunks * items), split_local=(1, items),
+            split_global=(heads, row_tiles * chunks * int(config.knob("dv_splits", 1)) * items),
+            split_local=(1, items),
             combine_global=(heads * rows, problem.head_dim_v), combine_local=(1, SUBGROUP))
         partials = heads * chunks * row_tiles * config.bq
         scratch = {"part_o": 4 * partials * problem.head_dim_v, "part_ml": 8 * partials}

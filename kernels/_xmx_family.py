@@ -21,6 +21,7 @@ parameter               LauncherConfig              define      meaning
 ``stages``              stages                      STAGES      K/V blocks prefetched ahead
 ``grf``                 knob                        GRF         registers per thread (128, 256)
 ``kv_chunk`` (decode)   knob                        run time    keys per phase-1 split
+``dv_splits`` (decode)  knob (latent decode only)   DV_SPLITS   work-groups sharing V's columns
 ======================  ==========================  ==========  ==============================
 """
 
@@ -75,6 +76,13 @@ class XmxFamilyBase(SdpaFamilyBase):
     """
 
     needs_matrix_engine = True
+    # Knobs only some problems' spaces hold (a config names them exactly when its problem does).
+    optional_knobs: tuple[str, ...] = ()
+
+    def dv_split_options(self, problem: ProblemSpec) -> tuple[int, ...]:
+        """The ``dv_splits`` the family offers for this problem: (1,), all of V's columns in
+        one work-group, unless a subclass splits them."""
+        return (1,)
 
     def baselines(self, problem: ProblemSpec, caps: DeviceCaps) -> tuple[Baseline, ...]:
         """The published Xe2 configs of this mode and head dim (``kernels/_baselines.py``);
@@ -108,7 +116,8 @@ class XmxFamilyBase(SdpaFamilyBase):
             return "the device has no fp16 support"
         if problem.dtype == "bf16" and not caps.has_bf16:
             return "the device has no bf16 support"
-        o_regs = DPAS_M * problem.head_dim_v * 4 // 64
+        narrowest = problem.head_dim_v // max(self.dv_split_options(problem))
+        o_regs = DPAS_M * narrowest * 4 // 64
         if caps.registers_per_thread and o_regs + RESERVED_REGS > max(caps.registers_per_thread):
             return (f"Dv {problem.head_dim_v}: one 8-row fragment of O alone takes {o_regs} of "
                     f"the {max(caps.registers_per_thread)} registers of {caps.name} (the "
@@ -142,14 +151,15 @@ class XmxFamilyBase(SdpaFamilyBase):
         """
         names = PARAMS + self.extra_knobs
         missing = [n for n in names if n not in params]
-        unknown = sorted(set(params) - set(names))
+        unknown = sorted(set(params) - set(names) - set(self.optional_knobs))
         if missing or unknown:
             raise InvalidConfig(
                 f"{self.name} parameters: missing {missing or 'none'}, unknown {unknown or 'none'}"
-                f"; accepted: {', '.join(names)}"
+                f"; accepted: {', '.join(names + self.optional_knobs)}"
             )
+        optional = tuple(n for n in self.optional_knobs if n in params)
         try:
-            p = {n: int(params[n]) for n in names}
+            p = {n: int(params[n]) for n in names + optional}
         except (TypeError, ValueError) as exc:
             raise InvalidConfig(f"{self.name} parameters must be integers: {exc}") from exc
         return LauncherConfig(
@@ -160,7 +170,7 @@ class XmxFamilyBase(SdpaFamilyBase):
             subgroup_layout=(p["sg_q"], p["sg_k"]),
             stages=p["stages"],
             subgroup_size=SUBGROUP,
-            knobs=(("grf", p["grf"]), *((n, p[n]) for n in self.extra_knobs)),
+            knobs=(("grf", p["grf"]), *((n, p[n]) for n in self.extra_knobs + optional)),
         )
 
     def params_from_config(self, config: LauncherConfig) -> dict[str, Any]:
@@ -171,28 +181,36 @@ class XmxFamilyBase(SdpaFamilyBase):
         """
         knobs = dict(config.knobs)
         expected = {"grf", *self.extra_knobs}
-        if set(knobs) != expected:
+        if not expected <= set(knobs) <= expected | set(self.optional_knobs):
+            optional = f" (and optionally {', '.join(self.optional_knobs)})" * bool(
+                self.optional_knobs)
             raise InvalidConfig(
-                f"{self.name} configs take the knobs {', '.join(sorted(expected))}; got "
-                f"{', '.join(sorted(knobs)) or 'none'}"
+                f"{self.name} configs take the knobs {', '.join(sorted(expected))}{optional}; "
+                f"got {', '.join(sorted(knobs)) or 'none'}"
             )
         params: dict[str, Any] = {
             "bq": config.bq, "bk": config.bk, "bd": config.bd, "bv": config.bv,
             "sg_q": config.subgroup_layout[0], "sg_k": config.subgroup_layout[1],
             "stages": config.stages, "grf": int(knobs["grf"]),
         }
-        params.update({n: int(knobs[n]) for n in self.extra_knobs})
+        params.update({n: int(knobs[n]) for n in (*self.extra_knobs, *self.optional_knobs)
+                       if n in knobs})
         return params
 
     # --- resources -------------------------------------------------------------------------
     @staticmethod
-    def fragment_registers(config: LauncherConfig, problem: ProblemSpec) -> int:
+    def dv_columns(config: LauncherConfig, problem: ProblemSpec) -> int:
+        """V columns one work-group computes: Dv / ``dv_splits`` (XmxShape::DV in C++)."""
+        return problem.head_dim_v // int(config.knob("dv_splits", 1))
+
+    @classmethod
+    def fragment_registers(cls, config: LauncherConfig, problem: ProblemSpec) -> int:
         """64-byte registers of one subgroup's fragments (Shape::FRAGMENT_REGISTERS in C++): a
         hard lower bound.
 
         Q [rows, BD] as fp16/bf16 (reloaded per D slice, as seed 000 does), S [rows, keys]
-        fp32, P [rows, keys] as fp16/bf16 and O [rows, Dv] fp32, where rows = BQ / sg_q and
-        keys = BK / sg_k are the subgroup's share.
+        fp32, P [rows, keys] as fp16/bf16 and O [rows, Dv / dv_splits] fp32, where rows =
+        BQ / sg_q and keys = BK / sg_k are the subgroup's share.
         """
         sg_q, sg_k = config.subgroup_layout
         rows, keys = config.bq // sg_q, config.bk // sg_k
@@ -201,7 +219,8 @@ class XmxFamilyBase(SdpaFamilyBase):
             return -(-nbytes // 64)
 
         return (regs(rows * config.bd * ELEMENT_BYTES) + regs(rows * keys * 4)
-                + regs(rows * keys * ELEMENT_BYTES) + regs(rows * problem.head_dim_v * 4))
+                + regs(rows * keys * ELEMENT_BYTES)
+                + regs(rows * cls.dv_columns(config, problem) * 4))
 
     @classmethod
     def register_footprint(cls, config: LauncherConfig, problem: ProblemSpec) -> int:
@@ -219,21 +238,21 @@ class XmxFamilyBase(SdpaFamilyBase):
         return (cls.fragment_registers(config, problem) + ROW_STATE_REGS * (rows // DPAS_M)
                 + RESERVED_REGS + fp8)
 
-    @staticmethod
-    def expected_matrix_mads(config: LauncherConfig, problem: ProblemSpec) -> int:
+    @classmethod
+    def expected_matrix_mads(cls, config: LauncherConfig, problem: ProblemSpec) -> int:
         """DPAS calls in the native build (SPIR-V calls of the matrix_mad built-in, and ``dpas``
         instructions in the Xe ISA).
 
         The fragment loops are fully unrolled and the K-block loop is not, so the program holds
         the multiply-adds of one K block once: MF * NF * D / 16 for S = Q K^T plus
-        MF * NF * Dv / 16 for O += P V, with MF = BQ / sg_q / 8 row fragments and
+        MF * NF * Dv / dv_splits / 16 for O += P V, with MF = BQ / sg_q / 8 row fragments and
         NF = BK / sg_k / 16 key fragments of one subgroup (other kernels of the program have
         none).
         """
         sg_q, sg_k = config.subgroup_layout
         mf = config.bq // sg_q // DPAS_M
         nf = config.bk // sg_k // DPAS_N
-        return mf * nf * (problem.head_dim + problem.head_dim_v) // DPAS_K
+        return mf * nf * (problem.head_dim + cls.dv_columns(config, problem)) // DPAS_K
 
     @staticmethod
     def local_memory_bytes(config: LauncherConfig, problem: ProblemSpec, caps: DeviceCaps) -> int:
@@ -279,6 +298,13 @@ class XmxFamilyBase(SdpaFamilyBase):
             return f"shape_pv must be (BQ, BV, BK) = ({bq}, {bv}, {bk}), got {config.shape_pv}"
         if config.shape_out != (bq, dv):
             return f"shape_out must be (BQ, Dv) = ({bq}, {dv}), got {config.shape_out}"
+        splits = self.dv_split_options(problem)
+        if ("dv_splits" in p) != (splits != (1,)) or p.get("dv_splits", 1) not in splits:
+            return (f"dv_splits {p.get('dv_splits', 'absent')}: {self.name} takes "
+                    + (f"one of {', '.join(map(str, splits))}" if splits != (1,) else "none")
+                    + f" for Dv {dv}")
+        # The checks on Dv below hold for the columns one work-group computes.
+        dv = self.dv_columns(config, problem)
         checks = (
             (config.subgroup_size == SUBGROUP,
              f"subgroup_size must be {SUBGROUP} (DPAS), got {config.subgroup_size}"),
@@ -348,11 +374,14 @@ class XmxFamilyBase(SdpaFamilyBase):
         p = self.params_from_config(config)
         defines = {
             "D": problem.head_dim, "DTYPE": DTYPE_CODES[problem.dtype], "BQ": p["bq"],
-            "BK": p["bk"], "BD": p["bd"], "BV": p["bv"], "VTILES": config.vtiles,
+            "BK": p["bk"], "BD": p["bd"], "BV": p["bv"],
+            "VTILES": self.dv_columns(config, problem) // p["bv"],
             "SG_Q": p["sg_q"], "SG_K": p["sg_k"], "STAGES": config.stages,
             "POLICY": POLICIES["native" if uses_native_builtins(caps) else "emulated"],
             **kv_variant_defines(problem),
         }
+        if p.get("dv_splits", 1) > 1:
+            defines["DV_SPLITS"] = p["dv_splits"]
         if caps.is_intel_gpu and caps.registers_per_thread:
             defines["GRF"] = p["grf"]
         return defines

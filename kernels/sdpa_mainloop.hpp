@@ -49,10 +49,12 @@ constexpr int register_tile(int n, int rows, int row_operands, int budget) {
 
 // A variant's operands: T of the mainloop names Q/O's element type for MHA/GQA (K and V in T,
 // Dv = D, loaded by the tile ops); a KvVariant instead (latent attention: Dv != D; FP8 K/V) names
-// K/V's element type, V's head dim and the loader that turns K/V elements into fp32 vectors
-// (the vector-lane mainloop's; the xmx family reads the shape alone, its tile ops load).
-// Kept out of the MHA instantiation on purpose: its type, and so its code, stays what it was.
-template <class Q_, class KV_, int DV_, template <int> class Loader_>
+// K/V's element type, the V columns one work-group computes (DV_), the loader that turns K/V
+// elements into fp32 vectors (the vector-lane mainloop's; the xmx family reads the shape alone,
+// its tile ops load) and V's row length (DV_ROW_: Dv; more than DV_ when the xmx decode splits
+// Dv among work-groups). Kept out of the MHA instantiation on purpose: its type, and so its
+// code, stays what it was.
+template <class Q_, class KV_, int DV_, template <int> class Loader_, int DV_ROW_ = DV_>
 struct KvVariant {};
 
 template <class T, int D>
@@ -60,15 +62,18 @@ struct Operands {
   using Q = T;
   using KV = T;
   static constexpr int DV = D;
+  static constexpr int DV_ROW = D;
   template <int W>
   using Loader = VecTileOps<W>;
 };
 
-template <class Q_, class KV_, int DV_, template <int> class Loader_, int D>
-struct Operands<KvVariant<Q_, KV_, DV_, Loader_>, D> {
+template <class Q_, class KV_, int DV_, template <int> class Loader_, int DV_ROW_, int D>
+struct Operands<KvVariant<Q_, KV_, DV_, Loader_, DV_ROW_>, D> {
   using Q = Q_;
   using KV = KV_;
   static constexpr int DV = DV_;
+  static constexpr int DV_ROW = DV_ROW_;
+  static_assert(DV_ROW_ % DV_ == 0, "a work-group computes a whole 1 / n of V's columns");
   template <int W>
   using Loader = Loader_<W>;
 };
@@ -97,6 +102,7 @@ struct SdpaMainloop {
   static_assert(BK % W == 0, "SG_SIZE must divide BK");
   static_assert(BV % W == 0, "SG_SIZE must divide BV");
   static_assert(DV % BV == 0, "BV must divide the V head dim (VTILES = Dv / BV)");
+  static_assert(Operands<T, D>::DV_ROW == DV, "the vector-lane kernels compute all of V's columns");
   static_assert(BQ % TM == 0, "rows per work-item (TM) must divide BQ");
   static_assert(STAGES >= 0, "STAGES is a prefetch distance >= 0");
   static_assert(KV_STAGE >= 0 && KV_STAGE <= 2, "KV_STAGE is 0, 1 or 2");

@@ -23,10 +23,18 @@ using XmxOps = xe2t::xmx::XeTileOps<xe2t_elem>;
 // Latent attention (XE2T_DV != XE2T_D) and FP8 K/V (XE2T_KV) instantiate the shape on a
 // KvVariant; MHA/GQA builds (neither) on the element type itself, as before the variants.
 #include "sdpa_kv_select.hpp"
+// XE2T_DV_SPLITS (latent decode only): V's columns split among that many work-groups.
 #if XE2T_KV_VARIANT
 #include "sdpa_xmx_fp8.hpp"
-using xe2t_operands = xe2t::KvVariant<xe2t_elem, xe2t_kv, XE2T_KV_DV, xe2t::VecTileOps>;
+#ifndef XE2T_DV_SPLITS
+#define XE2T_DV_SPLITS 1
+#endif
+using xe2t_operands = xe2t::KvVariant<xe2t_elem, xe2t_kv, XE2T_KV_DV / XE2T_DV_SPLITS,
+                                      xe2t::VecTileOps, XE2T_KV_DV>;
 #else
+#ifdef XE2T_DV_SPLITS
+#error "XE2T_DV_SPLITS needs a latent build (XE2T_DV)"
+#endif
 using xe2t_operands = xe2t_elem;
 #endif
 using XmxShape = xe2t::xmx::Shape<xe2t_operands, XE2T_D, XE2T_BQ, XE2T_BK, XE2T_BD, XE2T_BV,

@@ -43,12 +43,14 @@ struct XeDefault {};
 // invalid_reason (kernels/_xmx_family.py).
 // T_ is Q/K/V's element type for MHA/GQA (Dv = D); latent attention (Dv != D) passes a
 // KvVariant (sdpa_mainloop.hpp) naming V's head dim instead, so the MHA instantiation stays as
-// it was.
+// it was. DV is the V columns one work-group computes: Dv, or Dv / n when the decode splits Dv
+// among n work-groups (DV_ROW = Dv: V's rows and the partial O's).
 template <class T_, int D_, int BQ_, int BK_, int BD_, int BV_, int SGQ_, int SGK_>
 struct Shape {
   using T = typename Operands<T_, D_>::Q;
   using KV = typename Operands<T_, D_>::KV;  // T, or an FP8 element (sdpa_xmx_fp8.hpp)
   static constexpr int D = D_, DV = Operands<T_, D_>::DV, BQ = BQ_, BK = BK_, BD = BD_, BV = BV_;
+  static constexpr int DV_ROW = Operands<T_, D_>::DV_ROW, DV_SPLITS = DV_ROW / DV;
   static constexpr int SGQ = SGQ_, SGK = SGK_, NSG = SGQ * SGK;
   static constexpr int RPS = BQ / SGQ, KS = BK / SGK;  // rows and keys of one subgroup
   static constexpr int MF = RPS / kM, NF = KS / kN;     // its fragments along rows and keys
@@ -91,6 +93,7 @@ struct XmxMainloop<XeDefault<Stages>, Ops, S> {
   using KvLoads = typename KvLoadsOf<Ops, KV>::type;
   using RowVec = typename Ops::RowVec;
   static constexpr int MF = S::MF, NF = S::NF, NDV = S::DV / kN, D = S::D, DV = S::DV;
+  static constexpr int DV_ROW = S::DV_ROW;
   static_assert(Stages >= 0, "Stages is a prefetch distance >= 0");
 
   static constexpr int Q_BYTES = S::BQ * D * 2;
@@ -105,14 +108,18 @@ struct XmxMainloop<XeDefault<Stages>, Ops, S> {
     Rows<KV> v;
     const Geometry *g;
 
-    static Slice of(const T *q, const KV *k, const KV *v, const Geometry &g, int b, int hkv) {
+    // V's columns [v_col0, v_col0 + DV) of its DV_ROW (a Dv split of the decode; else all).
+    static Slice of(const T *q, const KV *k, const KV *v, const Geometry &g, int b, int hkv,
+                    int v_col0 = 0) {
       const size_t q_off = (static_cast<size_t>(b) * g.q_len * g.heads_q + hkv * g.group) * D;
       const size_t kv_off = (static_cast<size_t>(b) * g.kv_len * g.heads_kv + hkv) * D;
       const size_t pitch = static_cast<size_t>(g.heads_kv) * D;
       // Constant conditions: MHA code is exactly the offsets it always was.
+      constexpr bool kWholeV = DV == D && DV_ROW == D;
       const size_t v_off =
-          DV == D ? kv_off : (static_cast<size_t>(b) * g.kv_len * g.heads_kv + hkv) * DV;
-      const size_t v_pitch = DV == D ? pitch : static_cast<size_t>(g.heads_kv) * DV;
+          kWholeV ? kv_off
+                  : (static_cast<size_t>(b) * g.kv_len * g.heads_kv + hkv) * DV_ROW + v_col0;
+      const size_t v_pitch = kWholeV ? pitch : static_cast<size_t>(g.heads_kv) * DV_ROW;
       return {q + q_off, {k + kv_off, pitch, g.kv_len, D}, {v + v_off, v_pitch, g.kv_len, DV}, &g};
     }
     const T *q_row(int row) const {
@@ -122,10 +129,10 @@ struct XmxMainloop<XeDefault<Stages>, Ops, S> {
     }
     // Offset of row R's O row in O, for Q starting at q_base: O has Q's layout, Dv columns.
     std::ptrdiff_t o_offset(const T *q_base, int row) const {
-      if constexpr (DV == D) {
+      if constexpr (DV_ROW == D) {
         return q_row(row) - q_base;
       } else {
-        return (q_row(row) - q_base) / D * DV;
+        return (q_row(row) - q_base) / D * DV_ROW;
       }
     }
   };

@@ -8,6 +8,8 @@
 
 namespace syclext = sycl::ext::oneapi;
 
+static_assert(XmxShape::DV_SPLITS == 1, "the prefill computes all of V's columns");
+
 XE2T_XMX_KERNEL
 void xe2t_xmx_prefill(const xe2t_elem *q, const xe2t_kv *k, const xe2t_kv *v, xe2t_elem *o,
                       int q_len, int kv_len, int heads_q, int heads_kv, float qscale,

@@ -171,13 +171,37 @@ def test_sdpa_refuses_bad_fp8_inputs_in_one_line(cpu_queue, kwargs, arrays, mess
     assert "\n" not in str(info.value)
 
 
-def test_xmx_families_refuse_what_they_do_not_serve_with_one_reason():
+def test_xmx_prefill_refuses_a_wider_v_with_one_reason():
     b580 = catalog_device("b580").caps
-    latent_decode = P("decode", 576, "bf16", 1, 4096, 16, 1)
     wide_v = P("prefill", 128, "fp16", 64, 64, 8, 8, dv=256)
-    for family, problem, reason in ((XmxDecodeFamily(), latent_decode, "Dv 512"),
-                                    (XmxPrefillFamily(), wide_v, "needs Dv <= D")):
-        with pytest.raises(InvalidProblem, match=reason):
-            family.default_config(problem, b580)
-    # ... and the search falls back to the vector-lane families for them
-    assert [f.name for f in families_for(latent_decode, b580)] == ["sdpa_decode"]
+    with pytest.raises(InvalidProblem, match="needs Dv <= D"):
+        XmxPrefillFamily().default_config(wide_v, b580)
+    # ... and the search falls back to the vector-lane family for it
+    assert [f.name for f in families_for(wide_v, b580)] == ["sdpa_prefill"]
+
+
+def test_xmx_latent_decode_splits_v_columns_where_o_would_fill_the_registers():
+    """Absorbed MLA decode (Dv 512) on Xe2: an 8-row O fragment of all 512 columns alone takes
+    the 256 registers, so the default splits V's columns among work-groups; a config that keeps
+    them whole, or names dv_splits for a problem without the knob, is refused with the reason."""
+    b580 = catalog_device("b580").caps
+    family = XmxDecodeFamily()
+    latent_decode = P("decode", 576, "bf16", 1, 4096, 16, 1)
+    default = family.default_config(latent_decode, b580)
+    assert default.knob("dv_splits") == 2 and family.dv_columns(default, latent_decode) == 256
+    params = family.params_from_config(default)
+    whole = family.config_from_params(latent_decode, {**params, "dv_splits": 1})
+    assert "register footprint" in family.invalid_reason(whole, latent_decode, b580)
+    missing = family.config_from_params(latent_decode, {
+        k: v for k, v in params.items() if k != "dv_splits"})
+    assert family.invalid_reason(missing, latent_decode, b580) == (
+        "dv_splits absent: sdpa_xmx_decode takes one of 1, 2, 4 for Dv 512")
+    mha = P("decode", 128, "fp16", 1, 4096, 32, 8)
+    split_mha = family.config_from_params(mha, {
+        **family.params_from_config(family.default_config(mha, b580)), "dv_splits": 2})
+    assert family.invalid_reason(split_mha, mha, b580) == (
+        "dv_splits 2: sdpa_xmx_decode takes none for Dv 128")
+    assert "dv_splits" in family.parameter_space(latent_decode)
+    assert "dv_splits" not in family.parameter_space(mha)
+    # the matrix engine serves it on an Xe2 device, as it does MHA decode
+    assert [f.name for f in families_for(latent_decode, b580)] == ["sdpa_xmx_decode"]

@@ -1,8 +1,9 @@
 """The xmx family through Intel's own Xe2 compiler (ocloc + IGC, scripts/install-xe2-compiler).
 
 What a B580 or Arc 140V owner's driver would do with the SPIR-V xe2tune builds: the seeded
-baselines and the defaults (also MLA prefill's, D 192 / Dv 128) compile for bmg and lnl-m
-without spills, with one dpas per modelled multiply-add, K and V through 2D block loads
+baselines and the defaults (also latent attention's: MLA prefill D 192 / Dv 128, and absorbed
+MLA decode D 576 / Dv 512, whose V columns the decode splits among work-groups) compile for bmg
+and lnl-m without spills, with one dpas per modelled multiply-add, K and V through 2D block loads
 (transposed and VNNI) and no scattered global load in the K loop. Also kept here: IGC 2.40's
 crash on joint_matrix (the reason the family does not use it), so that a compiler that stops
 crashing is noticed.
@@ -43,9 +44,9 @@ def prefill(head_dim: int, dtype: str, head_dim_v: int | None = None) -> Problem
                        heads_q=8, heads_kv=8, batch=1, causal=False, head_dim_v=head_dim_v)
 
 
-def decode(head_dim: int, dtype: str) -> ProblemSpec:
+def decode(head_dim: int, dtype: str, heads_q: int = 8, heads_kv: int = 2) -> ProblemSpec:
     return ProblemSpec(mode="decode", head_dim=head_dim, dtype=dtype, q_len=1, kv_len=4096,
-                       heads_q=8, heads_kv=2, batch=1, causal=False)
+                       heads_q=heads_q, heads_kv=heads_kv, batch=1, causal=False)
 
 
 def _cases():
@@ -54,7 +55,8 @@ def _cases():
     for dtype in ("fp16", "bf16"):
         for family, problem in ((PREFILL, prefill(128, dtype)), (PREFILL, prefill(64, dtype)),
                                 (DECODE, decode(128, dtype)), (DECODE, decode(64, dtype)),
-                                (PREFILL, prefill(192, dtype, head_dim_v=128))):
+                                (PREFILL, prefill(192, dtype, head_dim_v=128)),
+                                (DECODE, decode(576, dtype, heads_q=16, heads_kv=1))):
             configs = [("default", family.default_config(problem, b580))]
             configs += [(b.label, b.config) for b in family.baselines(problem, b580)
                         if family.invalid_reason(b.config, problem, b580) is None]
@@ -92,7 +94,8 @@ def test_baselines_and_defaults_compile_without_spills_on_dpas_and_2d_loads(
             # NF * Dv / 16 VNNI loads, each in the program once (the K loop is not unrolled).
             nf = config.bk // config.subgroup_layout[1] // 16
             assert forms.get("transposed") == nf * problem.head_dim // 16, kernel.text()
-            assert forms.get("vnni") == nf * problem.head_dim_v // 16, kernel.text()
+            assert forms.get("vnni") == nf * family.dv_columns(config, problem) // 16, \
+                kernel.text()
             assert c.scratch_messages == 0, kernel.text()
             # The K loop: every DPAS and 2D block load in it, no other global load or store
             # (Q comes from local memory), prefetches from the loop, not once per subgroup
@@ -112,7 +115,8 @@ def _fp8_cases():
             (PREFILL, dataclasses.replace(prefill(128, "fp16"), kv_dtype="e4m3")),
             (PREFILL, dataclasses.replace(prefill(64, "bf16"), kv_dtype="e5m2", heads_kv=2)),
             (DECODE, dataclasses.replace(decode(128, "bf16"), kv_dtype="e4m3")),
-            (DECODE, dataclasses.replace(decode(128, "fp16"), kv_dtype="e5m2"))):
+            (DECODE, dataclasses.replace(decode(128, "fp16"), kv_dtype="e5m2")),
+            (DECODE, dataclasses.replace(decode(576, "bf16", 128, 1), kv_dtype="e4m3"))):
         cases.append(pytest.param(family, problem, family.default_config(problem, b580),
                                   id=f"{problem.mode}-hd{problem.head_dim}-{problem.dtype}-"
                                      f"{problem.kv_dtype}-default"))

@@ -7,9 +7,9 @@ the configs once; every case is then asserted here. The grid: head dims 64/96/12
 fp16/bf16 with the family default on this device, q_len != kv_len, lengths 1/17/129/1000, GQA
 ratios 1/4/8, causal (including q_len > kv_len: rows that see no key output 0) and not,
 batch 2, decode q_len 1/5/16, latent attention (D 192 / Dv 128 prefill, D 576 / Dv 512 decode
-with one KV head for 16 query heads), FP8 K/V (e4m3, e5m2; fp16 and bf16 Q), and non-default
-configs (sg_k 2 and 4, VTILES 1 to 8, stages 0
-and 2, 4 row fragments per subgroup).
+with one KV head for 8 to 32 query heads, V's columns in one work-group or split among 2 or 4),
+FP8 K/V (e4m3, e5m2; fp16 and bf16 Q), and non-default configs (sg_k 2 and 4, VTILES 1 to 8,
+stages 0 and 2, 4 row fragments per subgroup).
 """
 
 from __future__ import annotations
@@ -62,7 +62,8 @@ DEFAULT_BUILDS = [
                               P("decode", 64, "bf16", 5, 129, 8, 1, causal=True)]),
     ("decode-256-bf16", None, [P("decode", 256, "bf16", 16, 1000, 8, 8, causal=True)]),
     # latent attention: MLA prefill D 192 / Dv 128, absorbed MLA decode D 576 / Dv 512 with one
-    # shared latent K/V head (emulated here; on Xe2 its O [8, 512] fp32 alone fills the GRF)
+    # shared latent K/V head (here the default keeps V's columns in one work-group; on Xe2 it
+    # splits them: below, and tests/kernels/test_xe2_kernels_isa.py)
     ("prefill-192-128-fp16", None, [P("prefill", 192, "fp16", 129, 301, 8, 2, causal=True,
                                       dv=128),
                                     P("prefill", 192, "fp16", 17, 40, 4, 4, dv=128)]),
@@ -96,6 +97,15 @@ NON_DEFAULT_BUILDS = [
                                 kv_chunk=256),
      [P("decode", 128, "bf16", 5, 1000, 32, 4, causal=True),
       P("decode", 128, "bf16", 1, 129, 8, 8)]),
+    # latent decode with V's 512 columns split among 2 (2 x 2 subgroups) and 4 work-groups
+    ("decode-576-512-dvsplit2", dict(bq=16, bk=32, bd=64, bv=32, sg_q=2, sg_k=2, stages=1,
+                                     grf=128, kv_chunk=256, dv_splits=2),
+     [P("decode", 576, "bf16", 1, 1000, 16, 1, dv=512),
+      P("decode", 576, "fp16", 2, 129, 32, 1, causal=True, dv=512)]),
+    ("decode-576-512-dvsplit4", dict(bq=8, bk=64, bd=32, bv=64, sg_q=1, sg_k=2, stages=2,
+                                     grf=128, kv_chunk=128, dv_splits=4),
+     [P("decode", 576, "fp16", 1, 300, 16, 1, dv=512, kv="e4m3"),
+      P("decode", 576, "bf16", 5, 129, 8, 1, causal=True, batch=2, dv=512)]),
 ]
 BUILDS = DEFAULT_BUILDS + NON_DEFAULT_BUILDS
 
@@ -160,3 +170,4 @@ def test_grid_covers_what_it_claims():
     sg_k = {c[2]["params"]["sg_k"] for c in CASES if c[2]["params"]}
     stages = {c[2]["params"]["stages"] for c in CASES if c[2]["params"]}
     assert {2, 4} <= sg_k and {0, 2} <= stages
+    assert {c[2]["params"].get("dv_splits") for c in CASES if c[2]["params"]} >= {2, 4}
