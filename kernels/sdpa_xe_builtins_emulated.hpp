@@ -42,6 +42,21 @@ struct Builtins {
     return out;
   }
 
+  static Pair8 load_vnni8(sycl::sub_group sg, const Surface &s, int x, int y) {
+    Pair8 out;
+    const int column = x + lane(sg);
+#pragma unroll
+    for (int p = 0; p < 8; ++p) {
+      std::uint32_t dword = 0;
+#pragma unroll
+      for (int i = 0; i < 4; ++i)
+        dword |= static_cast<std::uint32_t>(element<std::uint8_t>(s, column, y + 4 * p + i))
+                 << (8 * i);
+      out[p] = static_cast<int>(dword);
+    }
+    return out;
+  }
+
   static void store_rows8(sycl::sub_group sg, const Surface &s, int x, int y, Half8 v) {
     const int column = x + lane(sg);
     if (column < 0 || (column + 1) * 2 > s.width) return;

@@ -17,6 +17,8 @@ SYCL_EXTERNAL void intel_sub_group_2d_block_read_transpose_32b_16r8x1c(
     XE2T_GLOBAL void *, int, int, int, xe2t::xe::Int2, XE2T_PRIVATE unsigned int *);
 SYCL_EXTERNAL void intel_sub_group_2d_block_read_transform_16b_16r16x1c(
     XE2T_GLOBAL void *, int, int, int, xe2t::xe::Int2, XE2T_PRIVATE unsigned int *);
+SYCL_EXTERNAL void intel_sub_group_2d_block_read_transform_8b_32r16x1c(
+    XE2T_GLOBAL void *, int, int, int, xe2t::xe::Int2, XE2T_PRIVATE unsigned int *);
 SYCL_EXTERNAL void intel_sub_group_2d_block_prefetch_16b_16r16x2c(XE2T_GLOBAL void *, int, int,
                                                                  int, xe2t::xe::Int2);
 SYCL_EXTERNAL void intel_sub_group_2d_block_prefetch_16b_32r16x2c(XE2T_GLOBAL void *, int, int,
@@ -64,6 +66,18 @@ struct Builtins {
     intel_sub_group_2d_block_read_transform_16b_16r16x1c(global(s.base), s.width, s.height,
                                                         s.pitch, Int2{x, y},
                                                         (XE2T_PRIVATE unsigned int *)&out);
+#endif
+    return out;
+  }
+
+  // 32 rows x 16 8-bit columns at (x, y), VNNI-transformed: lane n holds column x + n, dword
+  // p its rows y + 4p .. y + 4p + 3 (byte i = row y + 4p + i); FP8 V as a B operand's source.
+  static Pair8 load_vnni8(sycl::sub_group, const Surface &s, int x, int y) {
+    Pair8 out;
+#ifdef __SYCL_DEVICE_ONLY__
+    intel_sub_group_2d_block_read_transform_8b_32r16x1c(global(s.base), s.width, s.height,
+                                                       s.pitch, Int2{x, y},
+                                                       (XE2T_PRIVATE unsigned int *)&out);
 #endif
     return out;
   }

@@ -4,11 +4,13 @@
 // bit shifts into fp16 (sdpa_fp8.hpp), exact for e4m3 and e5m2 in fp16 and bf16 (e4m3 as
 // value / 2^8, the factor folded into the scales).
 //
-// The loads are plain per-lane loads (the Xe built-ins' 2D block messages move 16- and 32-bit
-// elements in the layouts the 16-bit tile ops use): K^T, lane n reads the 16 bytes of key
-// key0 + n at head dims [d0, d0 + 16) in one 16-byte load; V, lane n reads column c0 + n of 16
-// keys, each row's 16 lanes one contiguous 16-byte access. Keys past kv_len read 0, as the
-// block loads' bounds check gives them. K/V rows are not prefetched (mainloop).
+// K^T: lane n reads the 16 bytes of key key0 + n at head dims [d0, d0 + 16) in one 16-byte
+// per-lane load (the 2D block messages transpose 32-bit elements only). V: one 8-bit
+// VNNI-transformed 2D block load of 32 keys x 16 columns (lane n: column c0 + n, four keys per
+// dword), of which the fragment takes its 16 keys (the other 16 are the next fragment's or past
+// the block: read again from the cache rather than kept, so the mainloop stays as it is). Keys
+// past kv_len read 0, as the block loads' bounds check gives them. K/V rows are not prefetched
+// (mainloop).
 #pragma once
 
 #include <sycl/sycl.hpp>
@@ -48,16 +50,28 @@ struct Fp8Loads {
       b[p] = static_cast<int>(bits(row[2 * p]) | bits(row[2 * p + 1]) << 16);
   }
 
-  // B[k][n] = V[key0 + k][c0 + n].
+  // The rows as a surface of bytes whose base is 64-byte aligned, as the 2D block messages need
+  // it (a KV head's rows start at hkv * Dv bytes, e.g. 96): the base moves down to the aligned
+  // address and the columns right by as many bytes. Returns that column offset.
+  static int aligned_surface(const Rows<KV> &m, xe::Surface &s) {
+    const auto address = reinterpret_cast<std::uintptr_t>(m.base);
+    const int shift = static_cast<int>(address % 64);
+    s = {reinterpret_cast<const void *>(address - shift), m.cols + shift, m.rows,
+         static_cast<int>(m.stride)};
+    return shift;
+  }
+
+  // B[k][n] = V[key0 + k][c0 + n]: dword p of the 8-bit load holds keys 4p .. 4p + 3, so
+  // B's pair p (keys 2p, 2p + 1) is half p % 2 of dword p / 2.
   static void load_v(sycl::sub_group sg, B &b, const Rows<KV> &v, int key0, int c0) {
-    const KV *column = v.base + c0 + static_cast<int>(sg.get_local_linear_id());
+    xe::Surface s;
+    const int shift = aligned_surface(v, s);
+    const xe::Pair8 keys = Ops::Builtins::load_vnni8(sg, s, shift + c0, key0);
 #pragma unroll
     for (int p = 0; p < 8; ++p) {
-      const int r0 = key0 + 2 * p;
-      const std::uint8_t lo = r0 < v.rows ? column[static_cast<size_t>(r0) * v.stride].bits : 0;
-      const std::uint8_t hi =
-          r0 + 1 < v.rows ? column[static_cast<size_t>(r0 + 1) * v.stride].bits : 0;
-      b[p] = static_cast<int>(bits(lo) | bits(hi) << 16);
+      const auto dword = static_cast<std::uint32_t>(keys[p / 2]) >> (p % 2 * 16);
+      b[p] = static_cast<int>(bits(static_cast<std::uint8_t>(dword)) |
+                              bits(static_cast<std::uint8_t>(dword >> 8)) << 16);
     }
   }
 };

@@ -3,7 +3,7 @@ subgroup-16 kernels (started with CL_CONFIG_CPU_VECTORIZER_MODE=0 by
 tests/kernels/test_xe_builtins.py).
 
 stdin: {"mat": [uint16 ...], "width", "height", "pitch", "x", "y"} (width, pitch in bytes);
-stdout: {"t", "v", "a", "c", "max", "sum"}, each lane-major as the probe writes them, and "s",
+stdout: {"t", "v", "v8", "a", "c", "max", "sum"}, each lane-major as the probe writes them, and "s",
 the stored-into surface.
 """
 
@@ -30,7 +30,7 @@ def main() -> int:
     queue = open_queue("opencl:cpu")
     built = build_program(queue, str(PROBE), ("xe_builtins_probe",), {"POLICY": 0})
     mat = np.asarray(request["mat"], dtype=np.uint16)
-    outputs = {"t": np.int32, "v": np.int32, "a": np.int16, "c": np.float32}
+    outputs = {"t": np.int32, "v": np.int32, "v8": np.int32, "a": np.int16, "c": np.float32}
     buffers = {"mat": dpm.MemoryUSMDevice(mat.nbytes, queue=queue)}
     buffers["mat"].copy_from_host(mat.view(np.uint8))
     for name, dtype in outputs.items():
@@ -41,7 +41,7 @@ def main() -> int:
     buffers["s"].copy_from_host(np.zeros_like(mat).view(np.uint8))
     args = [buffers["mat"],
             *(ctypes.c_int32(request[k]) for k in ("width", "height", "pitch", "x", "y")),
-            *(buffers[n] for n in ("t", "v", "a", "c", "max", "sum", "s"))]
+            *(buffers[n] for n in ("t", "v", "v8", "a", "c", "max", "sum", "s"))]
     queue.submit(built.kernels["xe_builtins_probe"], args, [16], [16]).wait()
     result = {}
     for name, dtype in {**outputs, "max": np.float32, "sum": np.float32}.items():

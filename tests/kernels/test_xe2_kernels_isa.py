@@ -126,7 +126,8 @@ def _fp8_cases():
 @pytest.mark.parametrize("family,problem,config", _fp8_cases())
 def test_fp8_kv_defaults_compile_without_spills_on_dpas(family, problem, config):
     """FP8 K/V: the same DPAS as the fp16/bf16 kernels (K/V converted after the load), their
-    own loads (plain per-lane loads, no 2D block load), no spills on bmg and lnl-m."""
+    own loads (K: per-lane 16-byte loads; V: one 8-bit VNNI 2D block load per fragment), no
+    spills on bmg and lnl-m."""
     caps = catalog_device("b580").caps
     capture = capture_spirv(family.plan(config, problem, caps), timeout_s=TIMEOUT_S)
     jobs = [IsaJob(image, module, target) for target in TARGETS
@@ -136,8 +137,12 @@ def test_fp8_kv_defaults_compile_without_spills_on_dpas(family, problem, config)
         for kernel in report.kernels:
             assert kernel.spill_bytes == 0 and not kernel.private_bytes, kernel.text()
             if kernel.kernel == family.kernel_names[0]:
-                assert kernel.counts.dpas == family.expected_matrix_mads(config, problem)
-                assert kernel.counts.block2d_loads == 0 and kernel.counts.scratch_messages == 0
+                c = kernel.counts
+                assert c.dpas == family.expected_matrix_mads(config, problem), kernel.text()
+                nf = config.bk // config.subgroup_layout[1] // 16
+                assert c.block2d_loads_by_form == {
+                    "vnni": nf * family.dv_columns(config, problem) // 16}, kernel.text()
+                assert c.scratch_messages == 0, kernel.text()
 
 
 def test_igc_still_crashes_on_joint_matrix_apply_to_a_struct_member():

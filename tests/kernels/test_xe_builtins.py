@@ -5,7 +5,8 @@ on Intel GPUs the OpenCL built-ins of cl_intel_subgroup_2d_block_io and
 cl_intel_subgroup_matrix_multiply_accumulate, elsewhere their emulation, which is what the CPU
 correctness grid runs. Element ownership of the two is the same only if the emulation follows
 the built-ins' documented semantics; this test writes those semantics in numpy (lane j holds
-column j; the transposed load gives lane n row y + n's dwords; VNNI pairs rows 2p and 2p + 1;
+column j; the transposed load gives lane n row y + n's dwords; VNNI pairs rows 2p and 2p + 1,
+and for bytes packs rows 4p .. 4p + 3;
 reads outside the surface are 0, writes outside it dropped; DPAS takes A[r][k] from lane k)
 and checks the emulation on the CPU device against them, bounds included. (The native forms each
 built-in compiles to are checked in the Xe2 ISA tests.)
@@ -67,6 +68,21 @@ def test_vnni_load_pairs_rows_2p_and_2p_plus_1_of_column_x_plus_n(probe):
         for p in range(8):
             assert v[n, p] == bits[Y + 2 * p, X + n] | bits[Y + 2 * p + 1, X + n] << 16, (n, p)
     assert (v[WIDTH - X:] == 0).all()  # columns past the width read 0
+
+
+def test_byte_vnni_load_packs_rows_4p_to_4p_plus_3_of_byte_column_x_plus_n(probe):
+    """The FP8 V load: 32 rows x 16 byte columns at (2 X + 16, Y - 4), past the surface's
+    right edge (byte 72) and bottom (row 20) for some lanes and rows."""
+    values, out = probe
+    surface = np.zeros((64, 160), dtype=np.uint8)
+    surface[:HEIGHT, :WIDTH * 2] = values.view(np.uint8).reshape(HEIGHT, -1)[:, :WIDTH * 2]
+    v8 = out["v8"].astype(np.int64).reshape(16, 8) & 0xFFFFFFFF
+    x, y = 2 * X + 16, Y - 4
+    for n in range(16):
+        for p in range(8):
+            want = sum(int(surface[y + 4 * p + i, x + n]) << (8 * i) for i in range(4))
+            assert v8[n, p] == want, (n, p)
+    assert (v8[WIDTH * 2 - x:] == 0).all() and v8[: WIDTH * 2 - x].any()
 
 
 def test_local_tile_gives_lane_j_column_j(probe):
