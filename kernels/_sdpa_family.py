@@ -22,16 +22,19 @@ A row is one (query position, query head of the GQA group) pair, so ``subgroup_l
 
 from __future__ import annotations
 
-import itertools
+import functools
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
+
+import numpy as np
 
 from xe2tune.errors import InvalidConfig, InvalidProblem
 from xe2tune.kernels._config import LauncherConfig
 from xe2tune.kernels._device_caps import DeviceCaps
 from xe2tune.kernels._family import Baseline
 from xe2tune.kernels._problem import ProblemSpec
+from xe2tune.kernels._rules import GridConfigs, Rule, ValidGrid, first_reason, grid_mask
 
 DTYPE_CODES = {"fp32": 0, "fp16": 1, "bf16": 2}
 KV_DTYPE_CODES = {"e4m3": 1, "e5m2": 2}  # XE2T_KV: FP8 K/V elements (sdpa_fp8.hpp)
@@ -188,55 +191,88 @@ class SdpaFamilyBase:
         Raises:
             Nothing: every failure is a reason string.
         """
-        if problem.mode != self.mode:
-            return f"family {self.name} serves mode {self.mode}, the problem is {problem.mode}"
+        reason = self.unavailable_reason(problem, caps) or self._form_reason(config, problem)
+        if reason is not None:
+            return reason
+        p = self.params_from_config(config)
+        return first_reason(self.rules(problem, caps), p) or self._off_grid_reason(p, problem)
+
+    def _form_reason(self, config: LauncherConfig, problem: ProblemSpec) -> str | None:
+        """Why the config is not a well-formed point of the family's vocabulary, if it is not.
+
+        Every config :meth:`config_from_params` makes from a point of the space is well formed,
+        so :meth:`valid_grid` skips these checks; a stored or hand-written config may not be.
+        """
         if config.family != self.name:
             return f"the config is of family {config.family}, not {self.name}"
         try:
             p = self.params_from_config(config)
         except InvalidConfig as exc:
             return exc.reason
-        d, dv = problem.head_dim, problem.head_dim_v
-        bq, bk, bd, bv, w, tm = (p["bq"], p["bk"], p["bd"], p["bv"], p["subgroup_size"],
-                                 p["rows_per_item"])
-        if min(bq, bk, bd, bv, w, tm) < 1:
+        bq, bk, bv, tm = p["bq"], p["bk"], p["bv"], p["rows_per_item"]
+        if min(bq, bk, p["bd"], bv, p["subgroup_size"], tm) < 1:
             return "tile sizes, subgroup_size and rows_per_item must be >= 1"
         if config.shape_pv != (bq, bv, bk):
             return f"shape_pv must be (BQ, BV, BK) = ({bq}, {bv}, {bk}), got {config.shape_pv}"
-        if config.shape_out != (bq, dv):
-            return f"shape_out must be (BQ, Dv) = ({bq}, {dv}), got {config.shape_out}"
-        checks = (
-            (w in VECTOR_WIDTHS, f"subgroup_size {w} is not a vector width of the tile ops "
-                                 f"({', '.join(map(str, VECTOR_WIDTHS))})"),
-            (w in caps.sub_group_sizes, f"subgroup_size {w} is not supported by the device "
-                                        f"({', '.join(map(str, caps.sub_group_sizes))})"),
-            (d % bd == 0, f"BD {bd} must divide the head dim {d}"),
-            (bd % w == 0, f"subgroup_size {w} must divide BD {bd}"),
-            (bk % w == 0, f"subgroup_size {w} must divide BK {bk}"),
-            (bv % w == 0, f"subgroup_size {w} must divide BV {bv}"),
-            (dv % bv == 0, f"BV {bv} must divide the V head dim {dv} (VTILES = Dv / BV)"),
-            (bq % tm == 0, f"rows_per_item {tm} must divide BQ {bq}"),
-        )
-        for ok, reason in checks:
-            if not ok:
-                return reason
-        if config.subgroup_layout != (bq // tm, 1):
+        if config.shape_out != (bq, problem.head_dim_v):
+            return (f"shape_out must be (BQ, Dv) = ({bq}, {problem.head_dim_v}), got "
+                    f"{config.shape_out}")
+        # When rows_per_item does not divide BQ no layout is right: a rule says why.
+        if bq % tm == 0 and config.subgroup_layout != (bq // tm, 1):
             return (f"subgroup_layout must be (BQ / rows_per_item, 1) = ({bq // tm}, 1), got "
                     f"{config.subgroup_layout}")
-        if bq // tm > caps.max_work_group_size:
-            return (f"work-group of {bq // tm} work-items exceeds the device maximum "
-                    f"{caps.max_work_group_size}")
-        local = self.local_bytes(p, problem)
-        if local > caps.local_mem_bytes:
-            return f"local memory {local} B exceeds the device's {caps.local_mem_bytes} B"
-        if problem.dtype == "fp16" and not caps.has_fp16:
-            return "the device has no fp16 support"
-        if problem.dtype == "bf16" and not caps.has_bf16:
-            return "the device has no bf16 support"
-        return self._extra_reason(p, problem, caps) or self._off_grid_reason(p, problem)
+        return None
+
+    def rules(self, problem: ProblemSpec, caps: DeviceCaps) -> tuple[Rule, ...]:
+        """The rules a point of the space must pass for this problem and device, in the order
+        :meth:`invalid_reason` reports them.
+
+        Raises:
+            Nothing.
+        """
+        d, dv = problem.head_dim, problem.head_dim_v
+        widths, sizes = ", ".join(map(str, VECTOR_WIDTHS)), ", ".join(
+            map(str, caps.sub_group_sizes))
+
+        def divides(divisor: str, what: str, text: str) -> Rule:
+            return Rule((divisor, what), lambda p: None if p[what] % p[divisor] == 0 else
+                        text.format(p[divisor], p[what]))
+
+        return (
+            Rule(("subgroup_size",), lambda p: None if p["subgroup_size"] in VECTOR_WIDTHS else
+                 f"subgroup_size {p['subgroup_size']} is not a vector width of the tile ops "
+                 f"({widths})"),
+            Rule(("subgroup_size",), lambda p: None if p["subgroup_size"] in caps.sub_group_sizes
+                 else f"subgroup_size {p['subgroup_size']} is not supported by the device "
+                 f"({sizes})"),
+            Rule(("bd",), lambda p: None if d % p["bd"] == 0 else
+                 f"BD {p['bd']} must divide the head dim {d}"),
+            divides("subgroup_size", "bd", "subgroup_size {0} must divide BD {1}"),
+            divides("subgroup_size", "bk", "subgroup_size {0} must divide BK {1}"),
+            divides("subgroup_size", "bv", "subgroup_size {0} must divide BV {1}"),
+            Rule(("bv",), lambda p: None if dv % p["bv"] == 0 else
+                 f"BV {p['bv']} must divide the V head dim {dv} (VTILES = Dv / BV)"),
+            divides("rows_per_item", "bq", "rows_per_item {0} must divide BQ {1}"),
+            Rule(("bq", "rows_per_item"),
+                 lambda p: None if p["bq"] // p["rows_per_item"] <= caps.max_work_group_size
+                 else f"work-group of {p['bq'] // p['rows_per_item']} work-items exceeds the "
+                 f"device maximum {caps.max_work_group_size}"),
+            Rule(("bk", *self._layout_knobs()),
+                 lambda p: None if (local := self.local_bytes(p, problem)) <= caps.local_mem_bytes
+                 else f"local memory {local} B exceeds the device's {caps.local_mem_bytes} B"),
+            Rule((), lambda p: "the device has no fp16 support"
+                 if problem.dtype == "fp16" and not caps.has_fp16 else None),
+            Rule((), lambda p: "the device has no bf16 support"
+                 if problem.dtype == "bf16" and not caps.has_bf16 else None),
+            *self._extra_rules(problem, caps),
+        )
+
+    def _layout_knobs(self) -> tuple[str, ...]:
+        """The knobs :meth:`kv_layout` reads in this family."""
+        return tuple(n for n in ("kv_stage", "kv_pack") if n in COMMON_KNOBS + self.extra_knobs)
 
     def _off_grid_reason(self, params: Mapping[str, Any], problem: ProblemSpec) -> str | None:
-        """Why a parameter is outside the space, if one is.
+        """Why a parameter is outside the space, if one is (never for a point of the grid).
 
         The space bounds what is ever compiled: a config passing every other check can still
         be absurd (rows_per_item 4096 on BQ 4096 keeps the runtime compiler busy for minutes).
@@ -249,10 +285,9 @@ class SdpaFamilyBase:
                         f"problem; accepted: {accepted}")
         return None
 
-    def _extra_reason(
-        self, params: Mapping[str, Any], problem: ProblemSpec, caps: DeviceCaps
-    ) -> str | None:
-        return None
+    def _extra_rules(self, problem: ProblemSpec, caps: DeviceCaps) -> tuple[Rule, ...]:
+        """A subclass's own rules, checked after the shared ones."""
+        return ()
 
     @staticmethod
     def kv_layout(params: Mapping[str, Any]) -> int:
@@ -266,18 +301,28 @@ class SdpaFamilyBase:
             return 4
         return 4 * params["bk"] * (problem.head_dim + problem.head_dim_v)
 
-    def valid_configs(self, problem: ProblemSpec, caps: DeviceCaps) -> Iterator[LauncherConfig]:
-        """Every config of the space that :meth:`invalid_reason` accepts.
+    def valid_grid(self, problem: ProblemSpec, caps: DeviceCaps) -> ValidGrid:
+        """The points of the space that :meth:`invalid_reason` accepts, judged rule by rule
+        over the whole grid (tests/kernels/test_valid_grid.py checks it point by point).
 
         Raises:
             InvalidProblem: if the family cannot serve this problem at all.
         """
         space = self.parameter_space(problem)
-        names = list(space)
-        for values in itertools.product(*(space[n] for n in names)):
-            config = self.config_from_params(problem, dict(zip(names, values, strict=True)))
-            if self.invalid_reason(config, problem, caps) is None:
-                yield config
+        if self.unavailable_reason(problem, caps) is not None:
+            return ValidGrid.from_mask(space, np.zeros([len(v) for v in space.values()], bool))
+        return ValidGrid.from_mask(
+            space, grid_mask(space, self.rules(problem, caps), fixed=self.knob_defaults))
+
+    def valid_configs(self, problem: ProblemSpec, caps: DeviceCaps) -> Iterator[LauncherConfig]:
+        """Every config of the space that :meth:`invalid_reason` accepts, in the order of
+        ``itertools.product`` over the space.
+
+        Raises:
+            InvalidProblem: if the family cannot serve this problem at all.
+        """
+        return iter(GridConfigs(self.valid_grid(problem, caps),
+                                functools.partial(self.config_from_params, problem)))
 
     def _first_valid(
         self, candidates: Sequence[Mapping[str, Any]], problem: ProblemSpec, caps: DeviceCaps
