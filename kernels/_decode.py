@@ -9,7 +9,7 @@ from xe2tune.kernels._config import LauncherConfig
 from xe2tune.kernels._device_caps import DeviceCaps
 from xe2tune.kernels._family import KernelLaunch, LaunchPlan
 from xe2tune.kernels._problem import ProblemSpec
-from xe2tune.kernels._rules import Rule
+from xe2tune.kernels._rules import Rule, check
 from xe2tune.kernels._sdpa_family import SdpaFamilyBase, kv_scale_args
 
 # Measured on the opencl:cpu device (2 cores, AVX2), hd128 fp16 32/8 heads kv 4096 and 16384:
@@ -32,9 +32,8 @@ MIN_SPLIT_GROUPS = 4
 
 def kv_chunk_rule() -> Rule:
     """Phase 1 splits the keys in whole K blocks (both decode families)."""
-    return Rule(("kv_chunk", "bk"), lambda p: None if p["kv_chunk"] >= 1
-                and p["kv_chunk"] % p["bk"] == 0 else
-                f"kv_chunk {p['kv_chunk']} must be a positive multiple of BK {p['bk']}")
+    return check(("kv_chunk", "bk"), lambda p: p["kv_chunk"] >= 1 and p["kv_chunk"] % p["bk"] == 0,
+                 lambda p: f"kv_chunk {p['kv_chunk']} must be a positive multiple of BK {p['bk']}")
 
 
 def split_kv_launches(
@@ -101,9 +100,10 @@ class DecodeFamily(SdpaFamilyBase):
         }
 
     def _extra_rules(self, problem: ProblemSpec, caps: DeviceCaps) -> tuple[Rule, ...]:
-        return (kv_chunk_rule(), Rule(("kv_heads_per_group",), lambda p: None if (
-            (hb := p["kv_heads_per_group"]) >= 1 and problem.heads_kv % hb == 0) else
-            f"kv_heads_per_group {hb} must be a positive divisor of heads_kv {problem.heads_kv}"))
+        hb = "kv_heads_per_group"
+        return (kv_chunk_rule(), check(
+            (hb,), lambda p: p[hb] >= 1 and problem.heads_kv % p[hb] == 0,
+            lambda p: f"{hb} {p[hb]} must be a positive divisor of heads_kv {problem.heads_kv}"))
 
     def defines(
         self, config: LauncherConfig, problem: ProblemSpec, caps: DeviceCaps

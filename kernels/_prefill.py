@@ -9,7 +9,7 @@ from xe2tune.kernels._config import LauncherConfig
 from xe2tune.kernels._device_caps import DeviceCaps
 from xe2tune.kernels._family import KernelLaunch, LaunchPlan
 from xe2tune.kernels._problem import ProblemSpec
-from xe2tune.kernels._rules import Rule
+from xe2tune.kernels._rules import Rule, check
 from xe2tune.kernels._sdpa_family import SdpaFamilyBase, kv_scale_args
 
 # Measured on the opencl:cpu device with 2 cores of AVX2 (8 fp32 lanes, 16 registers), hd128
@@ -80,8 +80,8 @@ class PrefillFamily(SdpaFamilyBase):
         }
 
     def _extra_rules(self, problem: ProblemSpec, caps: DeviceCaps) -> tuple[Rule, ...]:
-        return (Rule(("kv_stage", "kv_pack"), lambda p: "kv_pack packs the staged tiles: it "
-                     "needs kv_stage" if p["kv_pack"] and not p["kv_stage"] else None),)
+        return (check(("kv_stage", "kv_pack"), lambda p: p["kv_stage"] or not p["kv_pack"],
+                      lambda p: "kv_pack packs the staged tiles: it needs kv_stage"),)
 
     def default_config(self, problem: ProblemSpec, caps: DeviceCaps) -> LauncherConfig:
         """The measured default, or the first valid fallback on other devices.

@@ -31,6 +31,12 @@ class Rule:
     reason: Callable[[Mapping[str, Any]], str | None]
 
 
+def check(reads: tuple[str, ...], ok: Callable[[Mapping[str, Any]], bool],
+          why: Callable[[Mapping[str, Any]], str]) -> Rule:
+    """The rule that passes where ``ok(params)`` holds and otherwise gives ``why(params)``."""
+    return Rule(reads, lambda p: None if ok(p) else why(p))
+
+
 def first_reason(rules: Sequence[Rule], params: Mapping[str, Any]) -> str | None:
     """The reason of the first rule the params fail, or None when they pass every rule."""
     for rule in rules:

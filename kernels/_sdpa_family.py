@@ -34,7 +34,14 @@ from xe2tune.kernels._config import LauncherConfig
 from xe2tune.kernels._device_caps import DeviceCaps
 from xe2tune.kernels._family import Baseline
 from xe2tune.kernels._problem import ProblemSpec
-from xe2tune.kernels._rules import GridConfigs, Rule, ValidGrid, first_reason, grid_mask
+from xe2tune.kernels._rules import (
+    GridConfigs,
+    Rule,
+    ValidGrid,
+    check,
+    first_reason,
+    grid_mask,
+)
 
 DTYPE_CODES = {"fp32": 0, "fp16": 1, "bf16": 2}
 KV_DTYPE_CODES = {"e4m3": 1, "e5m2": 2}  # XE2T_KV: FP8 K/V elements (sdpa_fp8.hpp)
@@ -234,36 +241,41 @@ class SdpaFamilyBase:
         widths, sizes = ", ".join(map(str, VECTOR_WIDTHS)), ", ".join(
             map(str, caps.sub_group_sizes))
 
-        def divides(divisor: str, what: str, text: str) -> Rule:
-            return Rule((divisor, what), lambda p: None if p[what] % p[divisor] == 0 else
-                        text.format(p[divisor], p[what]))
+        def divides(divisor: str, what: str, name: str) -> Rule:
+            return check((divisor, what), lambda p: p[what] % p[divisor] == 0,
+                         lambda p: f"{divisor} {p[divisor]} must divide {name} {p[what]}")
+
+        def items(p: Mapping[str, Any]) -> int:
+            return p["bq"] // p["rows_per_item"]
+
+        def local(p: Mapping[str, Any]) -> int:
+            return self.local_bytes(p, problem)
 
         return (
-            Rule(("subgroup_size",), lambda p: None if p["subgroup_size"] in VECTOR_WIDTHS else
-                 f"subgroup_size {p['subgroup_size']} is not a vector width of the tile ops "
-                 f"({widths})"),
-            Rule(("subgroup_size",), lambda p: None if p["subgroup_size"] in caps.sub_group_sizes
-                 else f"subgroup_size {p['subgroup_size']} is not supported by the device "
-                 f"({sizes})"),
-            Rule(("bd",), lambda p: None if d % p["bd"] == 0 else
-                 f"BD {p['bd']} must divide the head dim {d}"),
-            divides("subgroup_size", "bd", "subgroup_size {0} must divide BD {1}"),
-            divides("subgroup_size", "bk", "subgroup_size {0} must divide BK {1}"),
-            divides("subgroup_size", "bv", "subgroup_size {0} must divide BV {1}"),
-            Rule(("bv",), lambda p: None if dv % p["bv"] == 0 else
-                 f"BV {p['bv']} must divide the V head dim {dv} (VTILES = Dv / BV)"),
-            divides("rows_per_item", "bq", "rows_per_item {0} must divide BQ {1}"),
-            Rule(("bq", "rows_per_item"),
-                 lambda p: None if p["bq"] // p["rows_per_item"] <= caps.max_work_group_size
-                 else f"work-group of {p['bq'] // p['rows_per_item']} work-items exceeds the "
-                 f"device maximum {caps.max_work_group_size}"),
-            Rule(("bk", *self._layout_knobs()),
-                 lambda p: None if (local := self.local_bytes(p, problem)) <= caps.local_mem_bytes
-                 else f"local memory {local} B exceeds the device's {caps.local_mem_bytes} B"),
-            Rule((), lambda p: "the device has no fp16 support"
-                 if problem.dtype == "fp16" and not caps.has_fp16 else None),
-            Rule((), lambda p: "the device has no bf16 support"
-                 if problem.dtype == "bf16" and not caps.has_bf16 else None),
+            check(("subgroup_size",), lambda p: p["subgroup_size"] in VECTOR_WIDTHS,
+                  lambda p: f"subgroup_size {p['subgroup_size']} is not a vector width of the "
+                  f"tile ops ({widths})"),
+            check(("subgroup_size",), lambda p: p["subgroup_size"] in caps.sub_group_sizes,
+                  lambda p: f"subgroup_size {p['subgroup_size']} is not supported by the device "
+                  f"({sizes})"),
+            check(("bd",), lambda p: d % p["bd"] == 0,
+                  lambda p: f"BD {p['bd']} must divide the head dim {d}"),
+            divides("subgroup_size", "bd", "BD"),
+            divides("subgroup_size", "bk", "BK"),
+            divides("subgroup_size", "bv", "BV"),
+            check(("bv",), lambda p: dv % p["bv"] == 0,
+                  lambda p: f"BV {p['bv']} must divide the V head dim {dv} (VTILES = Dv / BV)"),
+            divides("rows_per_item", "bq", "BQ"),
+            check(("bq", "rows_per_item"), lambda p: items(p) <= caps.max_work_group_size,
+                  lambda p: f"work-group of {items(p)} work-items exceeds the device maximum "
+                  f"{caps.max_work_group_size}"),
+            check(("bk", *self._layout_knobs()), lambda p: local(p) <= caps.local_mem_bytes,
+                  lambda p: f"local memory {local(p)} B exceeds the device's "
+                  f"{caps.local_mem_bytes} B"),
+            check((), lambda p: problem.dtype != "fp16" or caps.has_fp16,
+                  lambda p: "the device has no fp16 support"),
+            check((), lambda p: problem.dtype != "bf16" or caps.has_bf16,
+                  lambda p: "the device has no bf16 support"),
             *self._extra_rules(problem, caps),
         )
 

@@ -26,7 +26,7 @@ parameter               LauncherConfig              define      meaning
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -36,7 +36,7 @@ from xe2tune.kernels._config import LauncherConfig
 from xe2tune.kernels._device_caps import DeviceCaps
 from xe2tune.kernels._family import Baseline
 from xe2tune.kernels._problem import ProblemSpec
-from xe2tune.kernels._rules import Rule, first_reason
+from xe2tune.kernels._rules import Rule, check, first_reason
 from xe2tune.kernels._sdpa_family import DTYPE_CODES, SdpaFamilyBase, kv_variant_defines
 
 SUBGROUP = 16  # DPAS and 2D block IO need SIMD16
@@ -310,10 +310,6 @@ class XmxFamilyBase(SdpaFamilyBase):
         """
         d, dv = problem.head_dim, problem.head_dim_v
 
-        def check(reads: tuple[str, ...], ok: Callable[[Mapping[str, Any]], bool],
-                  why: Callable[[Mapping[str, Any]], str]) -> Rule:
-            return Rule(reads, lambda p: None if ok(p) else why(p))
-
         def whole(count: str, parts: str, fragment: int, what: str) -> Rule:
             return check((count, parts),
                          lambda p: p[count] % p[parts] == 0
@@ -351,36 +347,41 @@ class XmxFamilyBase(SdpaFamilyBase):
         def items(p: Mapping[str, Any]) -> int:
             return p["sg_q"] * p["sg_k"] * SUBGROUP
 
-        rules = [Rule(("sg_q", "sg_k"), lambda p: None if items(p) <= caps.max_work_group_size
-                      else f"work-group of {items(p)} work-items ({p['sg_q']} x {p['sg_k']} "
-                      f"subgroups of {SUBGROUP}) exceeds the device maximum "
-                      f"{caps.max_work_group_size}")]
+        def regs(p: Mapping[str, Any]) -> int:
+            return self.register_footprint(TileShape.of(p), problem)
+
+        def local(p: Mapping[str, Any]) -> int:
+            return self.local_memory_bytes(TileShape.of(p), problem, caps)
+
+        rules = [check(("sg_q", "sg_k"), lambda p: items(p) <= caps.max_work_group_size,
+                       lambda p: f"work-group of {items(p)} work-items ({p['sg_q']} x "
+                       f"{p['sg_k']} subgroups of {SUBGROUP}) exceeds the device maximum "
+                       f"{caps.max_work_group_size}")]
         offered = caps.registers_per_thread
         if not offered:
             # No register-file model (a CPU): the knob would only duplicate configs.
-            rules.append(Rule(("grf",), lambda p: None if p["grf"] == NO_GRF_MODEL_GRF else
-                              f"grf {p['grf']} is an Intel GPU register-file mode; {caps.name} "
-                              f"has none (use grf {NO_GRF_MODEL_GRF})"))
+            rules.append(check(("grf",), lambda p: p["grf"] == NO_GRF_MODEL_GRF,
+                               lambda p: f"grf {p['grf']} is an Intel GPU register-file mode; "
+                               f"{caps.name} has none (use grf {NO_GRF_MODEL_GRF})"))
         else:
             large = caps.max_work_items_large_grf
             rules += [
-                Rule(("grf",), lambda p: None if p["grf"] in offered else
-                     f"grf {p['grf']} is not offered by {caps.name} (registers per thread: "
-                     f"{', '.join(map(str, offered))})"),
-                Rule(("grf", "sg_q", "sg_k"),
-                     lambda p: None if p["grf"] != max(GRF_SIZES) or items(p) <= large else
-                     f"with grf {p['grf']} a work-group holds at most {large // SUBGROUP} "
-                     f"subgroups of {SUBGROUP}; {p['sg_q']} x {p['sg_k']} = "
-                     f"{p['sg_q'] * p['sg_k']}"),
-                Rule((*TileShape.READS, "grf"),
-                     lambda p: None if (regs := self.register_footprint(
-                         TileShape.of(p), problem)) <= p["grf"] else
-                     f"register footprint {regs} (a subgroup's Q, S, P, O fragments, row state "
-                     f"and {RESERVED_REGS} reserved) exceeds grf {p['grf']} registers per thread"),
+                check(("grf",), lambda p: p["grf"] in offered,
+                      lambda p: f"grf {p['grf']} is not offered by {caps.name} (registers per "
+                      f"thread: {', '.join(map(str, offered))})"),
+                check(("grf", "sg_q", "sg_k"),
+                      lambda p: p["grf"] != max(GRF_SIZES) or items(p) <= large,
+                      lambda p: f"with grf {p['grf']} a work-group holds at most "
+                      f"{large // SUBGROUP} subgroups of {SUBGROUP}; {p['sg_q']} x {p['sg_k']} "
+                      f"= {p['sg_q'] * p['sg_k']}"),
+                check((*TileShape.READS, "grf"), lambda p: regs(p) <= p["grf"],
+                      lambda p: f"register footprint {regs(p)} (a subgroup's Q, S, P, O "
+                      f"fragments, row state and {RESERVED_REGS} reserved) exceeds grf "
+                      f"{p['grf']} registers per thread"),
             ]
-        rules.append(Rule(TileShape.READS, lambda p: None if (local := self.local_memory_bytes(
-            TileShape.of(p), problem, caps)) <= caps.local_mem_bytes else
-            f"local memory {local} B exceeds the device's {caps.local_mem_bytes} B"))
+        rules.append(check(TileShape.READS, lambda p: local(p) <= caps.local_mem_bytes,
+                           lambda p: f"local memory {local(p)} B exceeds the device's "
+                           f"{caps.local_mem_bytes} B"))
         return tuple(rules)
 
     def _extra_rules(self, problem: ProblemSpec, caps: DeviceCaps) -> tuple[Rule, ...]:
