@@ -72,7 +72,7 @@ def main() -> None:
     problems = default_problems(args.head_dim, on_gpu=caps.device_type == "gpu",
                                 overrides=ProblemOverrides())
     print(f"{caps.name}, head dim {args.head_dim}, {args.rounds} alternating rounds")
-    print(f"{'problem':<46} {'family':<34} {'valid':>7} {'cartesian':>9} {'points s':>8} "
+    print(f"{'problem':<50} {'family':<34} {'valid':>7} {'cartesian':>9} {'points s':>8} "
           f"{'grid s':>7} {'ratio':>6}")
     ways = {"points": point_by_point, "grid": grid}
     for problem in problems:
@@ -87,7 +87,7 @@ def main() -> None:
         a, b = spaces["points"], spaces["grid"]
         assert a.values == b.values and (a.ordinals == b.ordinals).all(), problem.key()
         points, fast = statistics.median(times["points"]), statistics.median(times["grid"])
-        print(f"{label(problem):<46} {family.name[:34]:<34} {len(b):>7} "
+        print(f"{label(problem):<50} {family.name[:34]:<34} {len(b):>7} "
               f"{b.cartesian_size:>9} {points:>8.3f} {fast:>7.3f} {points / fast:>6.0f}")
 
 

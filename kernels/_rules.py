@@ -2,7 +2,7 @@
 
 A family's space is a Cartesian grid of a few hundred thousand points, but each validity rule
 reads two or three of its parameters. A :class:`Rule` names the parameters it reads, so the grid
-is judged rule by rule over only those parameters' values (a few dozen calls each) and the
+is judged rule by rule over only those parameters' values (2 to 5,400 calls a rule) and the
 verdicts are broadcast: the same rule function, with the same reason text, serves
 ``invalid_reason`` for one config and :func:`grid_mask` for every point of the space.
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, overload
 
 import numpy as np
 
@@ -111,7 +111,13 @@ class GridConfigs(Sequence[LauncherConfig]):
     def __len__(self) -> int:
         return len(self.grid)
 
-    def __getitem__(self, index: Any) -> Any:
+    @overload
+    def __getitem__(self, index: int) -> LauncherConfig: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[LauncherConfig]: ...
+
+    def __getitem__(self, index: int | slice) -> LauncherConfig | list[LauncherConfig]:
         if isinstance(index, slice):
             return [self[i] for i in range(*index.indices(len(self)))]
         if index < 0:
