@@ -71,6 +71,13 @@ def kv_scale_args(problem: ProblemSpec) -> tuple[str, ...]:
     return ("kv_scale",) if problem.kv_dtype is not None else ()
 
 
+@functools.lru_cache(maxsize=256)
+def rules_of(family: SdpaFamilyBase, problem: ProblemSpec, caps: DeviceCaps) -> tuple[Rule, ...]:
+    """``family.rules(problem, caps)``, made once: a config checked alone would otherwise spend
+    half its ``invalid_reason`` making the rules' closures."""
+    return family.rules(problem, caps)
+
+
 class SdpaFamilyBase:
     """Space, validation and config mapping of the shared SDPA mainloop.
 
@@ -202,7 +209,7 @@ class SdpaFamilyBase:
         if reason is not None:
             return reason
         p = self.params_from_config(config)
-        return first_reason(self.rules(problem, caps), p) or self._off_grid_reason(p, problem)
+        return first_reason(rules_of(self, problem, caps), p) or self._off_grid_reason(p, problem)
 
     def _form_reason(self, config: LauncherConfig, problem: ProblemSpec) -> str | None:
         """Why the config is not a well-formed point of the family's vocabulary, if it is not.

@@ -37,7 +37,12 @@ from xe2tune.kernels._device_caps import DeviceCaps
 from xe2tune.kernels._family import Baseline
 from xe2tune.kernels._problem import ProblemSpec
 from xe2tune.kernels._rules import Rule, check, first_reason
-from xe2tune.kernels._sdpa_family import DTYPE_CODES, SdpaFamilyBase, kv_variant_defines
+from xe2tune.kernels._sdpa_family import (
+    DTYPE_CODES,
+    SdpaFamilyBase,
+    kv_variant_defines,
+    rules_of,
+)
 
 SUBGROUP = 16  # DPAS and 2D block IO need SIMD16
 DPAS_M, DPAS_N, DPAS_K = 8, 16, 16
@@ -281,7 +286,7 @@ class XmxFamilyBase(SdpaFamilyBase):
         reason = self.unavailable_reason(problem, caps) or self._form_reason(config, problem)
         if reason is not None:
             return reason
-        return first_reason(self.rules(problem, caps), self.params_from_config(config))
+        return first_reason(rules_of(self, problem, caps), self.params_from_config(config))
 
     def _form_reason(self, config: LauncherConfig, problem: ProblemSpec) -> str | None:
         # LauncherConfig itself holds extents >= 1 and stages >= 0.
