@@ -55,6 +55,7 @@ from xe2tune.kernels._registry import (
     get_family,
     search_family,
 )
+from xe2tune.kernels._rules import GridConfigs, Rule, ValidGrid
 from xe2tune.kernels._spirv import (
     DEFAULT_GRF,
     DOUBLE_GRF,
@@ -106,6 +107,9 @@ __all__ = [
     "CatalogPeaks",
     "DeviceDescription",
     "FamilyUnion",
+    "GridConfigs",
+    "Rule",
+    "ValidGrid",
     "DecodeFamily",
     "DeviceCaps",
     "KernelFamily",

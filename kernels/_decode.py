@@ -9,6 +9,7 @@ from xe2tune.kernels._config import LauncherConfig
 from xe2tune.kernels._device_caps import DeviceCaps
 from xe2tune.kernels._family import KernelLaunch, LaunchPlan
 from xe2tune.kernels._problem import ProblemSpec
+from xe2tune.kernels._rules import Rule, check
 from xe2tune.kernels._sdpa_family import SdpaFamilyBase, kv_scale_args
 
 # Measured on the opencl:cpu device (2 cores, AVX2), hd128 fp16 32/8 heads kv 4096 and 16384:
@@ -27,6 +28,12 @@ DEFAULT_PARAMS: tuple[dict[str, Any], ...] = (
 )
 WIDE_TILES = {"subgroup_size": 16, "bk": 32, "bd": 32, "bv": 32}
 MIN_SPLIT_GROUPS = 4
+
+
+def kv_chunk_rule() -> Rule:
+    """Phase 1 splits the keys in whole K blocks (both decode families)."""
+    return check(("kv_chunk", "bk"), lambda p: p["kv_chunk"] >= 1 and p["kv_chunk"] % p["bk"] == 0,
+                 lambda p: f"kv_chunk {p['kv_chunk']} must be a positive multiple of BK {p['bk']}")
 
 
 def split_kv_launches(
@@ -92,16 +99,11 @@ class DecodeFamily(SdpaFamilyBase):
             "kv_heads_per_group": tuple(h for h in (1, 2, 4, 8, 16) if problem.heads_kv % h == 0),
         }
 
-    def _extra_reason(
-        self, params: Mapping[str, Any], problem: ProblemSpec, caps: DeviceCaps
-    ) -> str | None:
-        if params["kv_chunk"] < 1 or params["kv_chunk"] % params["bk"]:
-            return f"kv_chunk {params['kv_chunk']} must be a positive multiple of BK {params['bk']}"
-        hb = params["kv_heads_per_group"]
-        if hb < 1 or problem.heads_kv % hb:
-            return (f"kv_heads_per_group {hb} must be a positive divisor of heads_kv "
-                    f"{problem.heads_kv}")
-        return None
+    def _extra_rules(self, problem: ProblemSpec, caps: DeviceCaps) -> tuple[Rule, ...]:
+        hb = "kv_heads_per_group"
+        return (kv_chunk_rule(), check(
+            (hb,), lambda p: p[hb] >= 1 and problem.heads_kv % p[hb] == 0,
+            lambda p: f"{hb} {p[hb]} must be a positive divisor of heads_kv {problem.heads_kv}"))
 
     def defines(
         self, config: LauncherConfig, problem: ProblemSpec, caps: DeviceCaps

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from xe2tune.kernels._config import LauncherConfig
 from xe2tune.kernels._device_caps import DeviceCaps
 from xe2tune.kernels._problem import ProblemSpec
+
+if TYPE_CHECKING:
+    from xe2tune.kernels._rules import ValidGrid
 
 
 @dataclass(frozen=True)
@@ -125,6 +128,15 @@ class KernelFamily(Protocol):
 
     def valid_configs(self, problem: ProblemSpec, caps: DeviceCaps) -> Iterator[LauncherConfig]:
         """Every config of the space that :meth:`invalid_reason` accepts.
+
+        Raises:
+            InvalidProblem: if the family cannot serve this problem at all.
+        """
+        ...
+
+    def valid_grid(self, problem: ProblemSpec, caps: DeviceCaps) -> ValidGrid:
+        """The points of :meth:`valid_configs`, in its order, as value positions in
+        :meth:`parameter_space`: what a search space is built from without making a config.
 
         Raises:
             InvalidProblem: if the family cannot serve this problem at all.

@@ -9,10 +9,12 @@ per-config call is delegated to that member.
 
 from __future__ import annotations
 
+import functools
 import hashlib
-import itertools
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
+
+import numpy as np
 
 from xe2tune.errors import InvalidConfig, InvalidProblem
 from xe2tune.kernels._config import LauncherConfig
@@ -20,6 +22,7 @@ from xe2tune.kernels._device_caps import DeviceCaps
 from xe2tune.kernels._family import Baseline, KernelFamily, LaunchPlan
 from xe2tune.kernels._jit import source_hash
 from xe2tune.kernels._problem import ProblemSpec
+from xe2tune.kernels._rules import GridConfigs, ValidGrid
 
 FAMILY_PARAM = "family"
 
@@ -108,10 +111,38 @@ class FamilyUnion:
         return member.unavailable_reason(problem, caps) or member.invalid_reason(
             config, problem, caps)
 
+    def valid_grid(self, problem: ProblemSpec, caps: DeviceCaps) -> ValidGrid:
+        """The available members' valid points, member after member, in the union's space
+        (a parameter a member lacks at its None).
+
+        Raises:
+            InvalidProblem: if a member cannot serve this problem at all.
+        """
+        space = {n: tuple(v) for n, v in self.parameter_space(problem).items()}
+        blocks = [np.empty((0, len(space)), dtype=np.int64)]
+        for m in self.members:
+            if m.unavailable_reason(problem, caps) is not None:
+                continue
+            grid = m.valid_grid(problem, caps)
+            own = list(grid.space)
+            rows = np.empty((len(grid), len(space)), dtype=np.int64)
+            for j, (name, values) in enumerate(space.items()):
+                if name == FAMILY_PARAM:
+                    rows[:, j] = values.index(m.name)
+                elif name in grid.space:
+                    # member value position -> union value position
+                    where = np.array([values.index(v) for v in grid.space[name]], dtype=np.int64)
+                    rows[:, j] = where[grid.ordinals[:, own.index(name)]]
+                else:
+                    rows[:, j] = values.index(None)
+            blocks.append(rows)
+        ordinals = np.concatenate(blocks)
+        ordinals.setflags(write=False)
+        return ValidGrid(space, ordinals)
+
     def valid_configs(self, problem: ProblemSpec, caps: DeviceCaps) -> Iterator[LauncherConfig]:
-        return itertools.chain.from_iterable(
-            m.valid_configs(problem, caps) for m in self.members
-            if m.unavailable_reason(problem, caps) is None)
+        return iter(GridConfigs(self.valid_grid(problem, caps),
+                                functools.partial(self.config_from_params, problem)))
 
     def plan(
         self, config: LauncherConfig, problem: ProblemSpec, caps: DeviceCaps, *,

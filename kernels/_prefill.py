@@ -9,6 +9,7 @@ from xe2tune.kernels._config import LauncherConfig
 from xe2tune.kernels._device_caps import DeviceCaps
 from xe2tune.kernels._family import KernelLaunch, LaunchPlan
 from xe2tune.kernels._problem import ProblemSpec
+from xe2tune.kernels._rules import Rule, check
 from xe2tune.kernels._sdpa_family import SdpaFamilyBase, kv_scale_args
 
 # Measured on the opencl:cpu device with 2 cores of AVX2 (8 fp32 lanes, 16 registers), hd128
@@ -78,12 +79,9 @@ class PrefillFamily(SdpaFamilyBase):
             "kv_pack": (False, True),
         }
 
-    def _extra_reason(
-        self, params: Mapping[str, Any], problem: ProblemSpec, caps: DeviceCaps
-    ) -> str | None:
-        if params["kv_pack"] and not params["kv_stage"]:
-            return "kv_pack packs the staged tiles: it needs kv_stage"
-        return None
+    def _extra_rules(self, problem: ProblemSpec, caps: DeviceCaps) -> tuple[Rule, ...]:
+        return (check(("kv_stage", "kv_pack"), lambda p: p["kv_stage"] or not p["kv_pack"],
+                      lambda p: "kv_pack packs the staged tiles: it needs kv_stage"),)
 
     def default_config(self, problem: ProblemSpec, caps: DeviceCaps) -> LauncherConfig:
         """The measured default, or the first valid fallback on other devices.

@@ -22,16 +22,26 @@ A row is one (query position, query head of the GQA group) pair, so ``subgroup_l
 
 from __future__ import annotations
 
-import itertools
+import functools
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
+
+import numpy as np
 
 from xe2tune.errors import InvalidConfig, InvalidProblem
 from xe2tune.kernels._config import LauncherConfig
 from xe2tune.kernels._device_caps import DeviceCaps
 from xe2tune.kernels._family import Baseline
 from xe2tune.kernels._problem import ProblemSpec
+from xe2tune.kernels._rules import (
+    GridConfigs,
+    Rule,
+    ValidGrid,
+    check,
+    first_reason,
+    grid_mask,
+)
 
 DTYPE_CODES = {"fp32": 0, "fp16": 1, "bf16": 2}
 KV_DTYPE_CODES = {"e4m3": 1, "e5m2": 2}  # XE2T_KV: FP8 K/V elements (sdpa_fp8.hpp)
@@ -59,6 +69,13 @@ def kv_variant_defines(problem: ProblemSpec) -> dict[str, int]:
 def kv_scale_args(problem: ProblemSpec) -> tuple[str, ...]:
     """The extra kernel argument of FP8 K/V builds: the ``kv_scale`` buffer [2, heads_kv]."""
     return ("kv_scale",) if problem.kv_dtype is not None else ()
+
+
+@functools.lru_cache(maxsize=256)
+def rules_of(family: SdpaFamilyBase, problem: ProblemSpec, caps: DeviceCaps) -> tuple[Rule, ...]:
+    """``family.rules(problem, caps)``, made once: a config checked alone would otherwise spend
+    half its ``invalid_reason`` making the rules' closures."""
+    return family.rules(problem, caps)
 
 
 class SdpaFamilyBase:
@@ -188,55 +205,93 @@ class SdpaFamilyBase:
         Raises:
             Nothing: every failure is a reason string.
         """
-        if problem.mode != self.mode:
-            return f"family {self.name} serves mode {self.mode}, the problem is {problem.mode}"
+        reason = self.unavailable_reason(problem, caps) or self._form_reason(config, problem)
+        if reason is not None:
+            return reason
+        p = self.params_from_config(config)
+        return first_reason(rules_of(self, problem, caps), p) or self._off_grid_reason(p, problem)
+
+    def _form_reason(self, config: LauncherConfig, problem: ProblemSpec) -> str | None:
+        """Why the config is not a well-formed point of the family's vocabulary, if it is not.
+
+        Every config :meth:`config_from_params` makes from a point of the space is well formed,
+        so :meth:`valid_grid` skips these checks; a stored or hand-written config may not be.
+        """
         if config.family != self.name:
             return f"the config is of family {config.family}, not {self.name}"
         try:
             p = self.params_from_config(config)
         except InvalidConfig as exc:
             return exc.reason
-        d, dv = problem.head_dim, problem.head_dim_v
-        bq, bk, bd, bv, w, tm = (p["bq"], p["bk"], p["bd"], p["bv"], p["subgroup_size"],
-                                 p["rows_per_item"])
-        if min(bq, bk, bd, bv, w, tm) < 1:
+        bq, bk, bv, tm = p["bq"], p["bk"], p["bv"], p["rows_per_item"]
+        if min(bq, bk, p["bd"], bv, p["subgroup_size"], tm) < 1:
             return "tile sizes, subgroup_size and rows_per_item must be >= 1"
         if config.shape_pv != (bq, bv, bk):
             return f"shape_pv must be (BQ, BV, BK) = ({bq}, {bv}, {bk}), got {config.shape_pv}"
-        if config.shape_out != (bq, dv):
-            return f"shape_out must be (BQ, Dv) = ({bq}, {dv}), got {config.shape_out}"
-        checks = (
-            (w in VECTOR_WIDTHS, f"subgroup_size {w} is not a vector width of the tile ops "
-                                 f"({', '.join(map(str, VECTOR_WIDTHS))})"),
-            (w in caps.sub_group_sizes, f"subgroup_size {w} is not supported by the device "
-                                        f"({', '.join(map(str, caps.sub_group_sizes))})"),
-            (d % bd == 0, f"BD {bd} must divide the head dim {d}"),
-            (bd % w == 0, f"subgroup_size {w} must divide BD {bd}"),
-            (bk % w == 0, f"subgroup_size {w} must divide BK {bk}"),
-            (bv % w == 0, f"subgroup_size {w} must divide BV {bv}"),
-            (dv % bv == 0, f"BV {bv} must divide the V head dim {dv} (VTILES = Dv / BV)"),
-            (bq % tm == 0, f"rows_per_item {tm} must divide BQ {bq}"),
-        )
-        for ok, reason in checks:
-            if not ok:
-                return reason
-        if config.subgroup_layout != (bq // tm, 1):
+        if config.shape_out != (bq, problem.head_dim_v):
+            return (f"shape_out must be (BQ, Dv) = ({bq}, {problem.head_dim_v}), got "
+                    f"{config.shape_out}")
+        # When rows_per_item does not divide BQ no layout is right: a rule says why.
+        if bq % tm == 0 and config.subgroup_layout != (bq // tm, 1):
             return (f"subgroup_layout must be (BQ / rows_per_item, 1) = ({bq // tm}, 1), got "
                     f"{config.subgroup_layout}")
-        if bq // tm > caps.max_work_group_size:
-            return (f"work-group of {bq // tm} work-items exceeds the device maximum "
-                    f"{caps.max_work_group_size}")
-        local = self.local_bytes(p, problem)
-        if local > caps.local_mem_bytes:
-            return f"local memory {local} B exceeds the device's {caps.local_mem_bytes} B"
-        if problem.dtype == "fp16" and not caps.has_fp16:
-            return "the device has no fp16 support"
-        if problem.dtype == "bf16" and not caps.has_bf16:
-            return "the device has no bf16 support"
-        return self._extra_reason(p, problem, caps) or self._off_grid_reason(p, problem)
+        return None
+
+    def rules(self, problem: ProblemSpec, caps: DeviceCaps) -> tuple[Rule, ...]:
+        """The rules a point of the space must pass for this problem and device, in the order
+        :meth:`invalid_reason` reports them.
+
+        Raises:
+            Nothing.
+        """
+        d, dv = problem.head_dim, problem.head_dim_v
+        widths, sizes = ", ".join(map(str, VECTOR_WIDTHS)), ", ".join(
+            map(str, caps.sub_group_sizes))
+
+        def divides(divisor: str, what: str, name: str) -> Rule:
+            return check((divisor, what), lambda p: p[what] % p[divisor] == 0,
+                         lambda p: f"{divisor} {p[divisor]} must divide {name} {p[what]}")
+
+        def items(p: Mapping[str, Any]) -> int:
+            return p["bq"] // p["rows_per_item"]
+
+        def local(p: Mapping[str, Any]) -> int:
+            return self.local_bytes(p, problem)
+
+        return (
+            check(("subgroup_size",), lambda p: p["subgroup_size"] in VECTOR_WIDTHS,
+                  lambda p: f"subgroup_size {p['subgroup_size']} is not a vector width of the "
+                  f"tile ops ({widths})"),
+            check(("subgroup_size",), lambda p: p["subgroup_size"] in caps.sub_group_sizes,
+                  lambda p: f"subgroup_size {p['subgroup_size']} is not supported by the device "
+                  f"({sizes})"),
+            check(("bd",), lambda p: d % p["bd"] == 0,
+                  lambda p: f"BD {p['bd']} must divide the head dim {d}"),
+            divides("subgroup_size", "bd", "BD"),
+            divides("subgroup_size", "bk", "BK"),
+            divides("subgroup_size", "bv", "BV"),
+            check(("bv",), lambda p: dv % p["bv"] == 0,
+                  lambda p: f"BV {p['bv']} must divide the V head dim {dv} (VTILES = Dv / BV)"),
+            divides("rows_per_item", "bq", "BQ"),
+            check(("bq", "rows_per_item"), lambda p: items(p) <= caps.max_work_group_size,
+                  lambda p: f"work-group of {items(p)} work-items exceeds the device maximum "
+                  f"{caps.max_work_group_size}"),
+            check(("bk", *self._layout_knobs()), lambda p: local(p) <= caps.local_mem_bytes,
+                  lambda p: f"local memory {local(p)} B exceeds the device's "
+                  f"{caps.local_mem_bytes} B"),
+            check((), lambda p: problem.dtype != "fp16" or caps.has_fp16,
+                  lambda p: "the device has no fp16 support"),
+            check((), lambda p: problem.dtype != "bf16" or caps.has_bf16,
+                  lambda p: "the device has no bf16 support"),
+            *self._extra_rules(problem, caps),
+        )
+
+    def _layout_knobs(self) -> tuple[str, ...]:
+        """The knobs :meth:`kv_layout` reads in this family."""
+        return tuple(n for n in ("kv_stage", "kv_pack") if n in COMMON_KNOBS + self.extra_knobs)
 
     def _off_grid_reason(self, params: Mapping[str, Any], problem: ProblemSpec) -> str | None:
-        """Why a parameter is outside the space, if one is.
+        """Why a parameter is outside the space, if one is (never for a point of the grid).
 
         The space bounds what is ever compiled: a config passing every other check can still
         be absurd (rows_per_item 4096 on BQ 4096 keeps the runtime compiler busy for minutes).
@@ -249,10 +304,9 @@ class SdpaFamilyBase:
                         f"problem; accepted: {accepted}")
         return None
 
-    def _extra_reason(
-        self, params: Mapping[str, Any], problem: ProblemSpec, caps: DeviceCaps
-    ) -> str | None:
-        return None
+    def _extra_rules(self, problem: ProblemSpec, caps: DeviceCaps) -> tuple[Rule, ...]:
+        """A subclass's own rules, checked after the shared ones."""
+        return ()
 
     @staticmethod
     def kv_layout(params: Mapping[str, Any]) -> int:
@@ -266,18 +320,28 @@ class SdpaFamilyBase:
             return 4
         return 4 * params["bk"] * (problem.head_dim + problem.head_dim_v)
 
-    def valid_configs(self, problem: ProblemSpec, caps: DeviceCaps) -> Iterator[LauncherConfig]:
-        """Every config of the space that :meth:`invalid_reason` accepts.
+    def valid_grid(self, problem: ProblemSpec, caps: DeviceCaps) -> ValidGrid:
+        """The points of the space that :meth:`invalid_reason` accepts, judged rule by rule
+        over the whole grid (tests/kernels/test_valid_grid.py checks it point by point).
 
         Raises:
             InvalidProblem: if the family cannot serve this problem at all.
         """
         space = self.parameter_space(problem)
-        names = list(space)
-        for values in itertools.product(*(space[n] for n in names)):
-            config = self.config_from_params(problem, dict(zip(names, values, strict=True)))
-            if self.invalid_reason(config, problem, caps) is None:
-                yield config
+        if self.unavailable_reason(problem, caps) is not None:
+            return ValidGrid.from_mask(space, np.zeros([len(v) for v in space.values()], bool))
+        return ValidGrid.from_mask(
+            space, grid_mask(space, self.rules(problem, caps), fixed=self.knob_defaults))
+
+    def valid_configs(self, problem: ProblemSpec, caps: DeviceCaps) -> Iterator[LauncherConfig]:
+        """Every config of the space that :meth:`invalid_reason` accepts, in the order of
+        ``itertools.product`` over the space.
+
+        Raises:
+            InvalidProblem: if the family cannot serve this problem at all.
+        """
+        return iter(GridConfigs(self.valid_grid(problem, caps),
+                                functools.partial(self.config_from_params, problem)))
 
     def _first_valid(
         self, candidates: Sequence[Mapping[str, Any]], problem: ProblemSpec, caps: DeviceCaps

@@ -7,10 +7,11 @@ from typing import Any
 
 from xe2tune.kernels._baselines import xmx_baseline_params
 from xe2tune.kernels._config import LauncherConfig
-from xe2tune.kernels._decode import split_kv_launches
+from xe2tune.kernels._decode import kv_chunk_rule, split_kv_launches
 from xe2tune.kernels._device_caps import DeviceCaps
 from xe2tune.kernels._family import LaunchPlan
 from xe2tune.kernels._problem import ProblemSpec
+from xe2tune.kernels._rules import Rule
 from xe2tune.kernels._xmx_family import DPAS_M, SUBGROUP, XmxFamilyBase, uses_native_builtins
 
 
@@ -80,12 +81,8 @@ class XmxDecodeFamily(XmxFamilyBase):
             **({"dv_splits": splits} if splits != (1,) else {}),
         }
 
-    def _extra_reason(
-        self, params: Mapping[str, Any], problem: ProblemSpec, caps: DeviceCaps
-    ) -> str | None:
-        if params["kv_chunk"] < 1 or params["kv_chunk"] % params["bk"]:
-            return f"kv_chunk {params['kv_chunk']} must be a positive multiple of BK {params['bk']}"
-        return None
+    def _extra_rules(self, problem: ProblemSpec, caps: DeviceCaps) -> tuple[Rule, ...]:
+        return (kv_chunk_rule(),)
 
     def default_config(self, problem: ProblemSpec, caps: DeviceCaps) -> LauncherConfig:
         """The first valid published config or fallback (for latent decode with the fewest

@@ -28,7 +28,8 @@ parameter               LauncherConfig              define      meaning
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from xe2tune.errors import InvalidConfig, InvalidProblem
 from xe2tune.kernels._baselines import xmx_baseline_params
@@ -36,7 +37,13 @@ from xe2tune.kernels._config import LauncherConfig
 from xe2tune.kernels._device_caps import DeviceCaps
 from xe2tune.kernels._family import Baseline
 from xe2tune.kernels._problem import ProblemSpec
-from xe2tune.kernels._sdpa_family import DTYPE_CODES, SdpaFamilyBase, kv_variant_defines
+from xe2tune.kernels._rules import Rule, check, first_reason
+from xe2tune.kernels._sdpa_family import (
+    DTYPE_CODES,
+    SdpaFamilyBase,
+    kv_variant_defines,
+    rules_of,
+)
 
 SUBGROUP = 16  # DPAS and 2D block IO need SIMD16
 DPAS_M, DPAS_N, DPAS_K = 8, 16, 16
@@ -58,6 +65,28 @@ RESERVED_REGS = 12
 FP8_LOADER_REGS = 16
 
 PARAMS = ("bq", "bk", "bd", "bv", "sg_q", "sg_k", "stages", "grf")
+
+
+@dataclass(frozen=True)
+class TileShape:
+    """The fields of a LauncherConfig the register and local-memory models read, so validation
+    can apply them to a point of the space without making its config."""
+
+    bq: int
+    bk: int
+    bd: int
+    subgroup_layout: tuple[int, int]
+    dv_splits: int = 1
+
+    # and dv_splits, where the problem's space holds it (latent decode)
+    READS: ClassVar[tuple[str, ...]] = ("bq", "bk", "bd", "sg_q", "sg_k")
+
+    @classmethod
+    def of(cls, params: Mapping[str, Any]) -> TileShape:
+        """The shape of a params dict (it needs only the parameters in READS, and dv_splits
+        where the space holds it)."""
+        return cls(params["bq"], params["bk"], params["bd"], (params["sg_q"], params["sg_k"]),
+                   params.get("dv_splits", 1))
 
 
 def uses_native_builtins(caps: DeviceCaps) -> bool:
@@ -199,12 +228,14 @@ class XmxFamilyBase(SdpaFamilyBase):
 
     # --- resources -------------------------------------------------------------------------
     @staticmethod
-    def dv_columns(config: LauncherConfig, problem: ProblemSpec) -> int:
+    def dv_columns(config: LauncherConfig | TileShape, problem: ProblemSpec) -> int:
         """V columns one work-group computes: Dv / ``dv_splits`` (XmxShape::DV in C++)."""
-        return problem.head_dim_v // int(config.knob("dv_splits", 1))
+        splits = (config.dv_splits if isinstance(config, TileShape)
+                  else int(config.knob("dv_splits", 1)))
+        return problem.head_dim_v // splits
 
     @classmethod
-    def fragment_registers(cls, config: LauncherConfig, problem: ProblemSpec) -> int:
+    def fragment_registers(cls, config: LauncherConfig | TileShape, problem: ProblemSpec) -> int:
         """64-byte registers of one subgroup's fragments (Shape::FRAGMENT_REGISTERS in C++): a
         hard lower bound.
 
@@ -223,7 +254,7 @@ class XmxFamilyBase(SdpaFamilyBase):
                 + regs(rows * cls.dv_columns(config, problem) * 4))
 
     @classmethod
-    def register_footprint(cls, config: LauncherConfig, problem: ProblemSpec) -> int:
+    def register_footprint(cls, config: LauncherConfig | TileShape, problem: ProblemSpec) -> int:
         """64-byte registers one subgroup needs, as validation estimates them.
 
         :meth:`fragment_registers`, plus ROW_STATE_REGS per 8-row fragment (its row max, sum,
@@ -239,7 +270,7 @@ class XmxFamilyBase(SdpaFamilyBase):
                 + RESERVED_REGS + fp8)
 
     @classmethod
-    def expected_matrix_mads(cls, config: LauncherConfig, problem: ProblemSpec) -> int:
+    def expected_matrix_mads(cls, config: LauncherConfig | TileShape, problem: ProblemSpec) -> int:
         """DPAS calls in the native build (SPIR-V calls of the matrix_mad built-in, and ``dpas``
         instructions in the Xe ISA).
 
@@ -255,7 +286,8 @@ class XmxFamilyBase(SdpaFamilyBase):
         return mf * nf * (problem.head_dim + cls.dv_columns(config, problem)) // DPAS_K
 
     @staticmethod
-    def local_memory_bytes(config: LauncherConfig, problem: ProblemSpec, caps: DeviceCaps) -> int:
+    def local_memory_bytes(config: LauncherConfig | TileShape, problem: ProblemSpec,
+                           caps: DeviceCaps) -> int:
         """Work-group local memory (Mainloop::LOCAL_FLOATS * 4 in C++).
 
         Q of the tile [BQ, D] as fp16/bf16 (its area holds the [BQ, Dv / 2] fp32 combine chunk
@@ -276,91 +308,132 @@ class XmxFamilyBase(SdpaFamilyBase):
         Raises:
             Nothing: every failure is a reason string.
         """
-        reason = self.unavailable_reason(problem, caps)
+        reason = self.unavailable_reason(problem, caps) or self._form_reason(config, problem)
         if reason is not None:
             return reason
+        return first_reason(rules_of(self, problem, caps), self.params_from_config(config))
+
+    def _form_reason(self, config: LauncherConfig, problem: ProblemSpec) -> str | None:
+        # LauncherConfig itself holds extents >= 1 and stages >= 0.
         if config.family != self.name:
             return f"the config belongs to family {config.family}, not {self.name}"
         try:
             p = self.params_from_config(config)
         except InvalidConfig as exc:
             return exc.reason
-        return self._shape_reason(config, p, problem) or self._device_reason(
-            config, p, problem, caps) or self._extra_reason(p, problem, caps)
-
-    def _shape_reason(
-        self, config: LauncherConfig, p: Mapping[str, Any], problem: ProblemSpec
-    ) -> str | None:
-        # LauncherConfig itself holds extents >= 1 and stages >= 0.
-        d, dv = problem.head_dim, problem.head_dim_v
-        bq, bk, bd, bv, sg_q, sg_k = (p[n] for n in ("bq", "bk", "bd", "bv", "sg_q", "sg_k"))
+        bq, bk, bv = p["bq"], p["bk"], p["bv"]
         if config.shape_pv != (bq, bv, bk):
             return f"shape_pv must be (BQ, BV, BK) = ({bq}, {bv}, {bk}), got {config.shape_pv}"
-        if config.shape_out != (bq, dv):
-            return f"shape_out must be (BQ, Dv) = ({bq}, {dv}), got {config.shape_out}"
+        if config.shape_out != (bq, problem.head_dim_v):
+            return (f"shape_out must be (BQ, Dv) = ({bq}, {problem.head_dim_v}), got "
+                    f"{config.shape_out}")
+        if config.subgroup_size != SUBGROUP:
+            return f"subgroup_size must be {SUBGROUP} (DPAS), got {config.subgroup_size}"
         splits = self.dv_split_options(problem)
-        if ("dv_splits" in p) != (splits != (1,)) or p.get("dv_splits", 1) not in splits:
+        if ("dv_splits" in p) != (splits != (1,)):
             return (f"dv_splits {p.get('dv_splits', 'absent')}: {self.name} takes "
                     + (f"one of {', '.join(map(str, splits))}" if splits != (1,) else "none")
-                    + f" for Dv {dv}")
-        # The checks on Dv below hold for the columns one work-group computes.
-        dv = self.dv_columns(config, problem)
-        checks = (
-            (config.subgroup_size == SUBGROUP,
-             f"subgroup_size must be {SUBGROUP} (DPAS), got {config.subgroup_size}"),
-            (p["grf"] in GRF_SIZES, f"grf must be 128 or 256, got {p['grf']}"),
-            # DPAS: a subgroup's rows are whole M = 8 fragments ...
-            (bq % sg_q == 0 and (bq // sg_q) % DPAS_M == 0,
-             f"rows per subgroup BQ / sg_q = {bq} / {sg_q} must be a multiple of {DPAS_M}"),
-            # ... its key share whole N = 16 fragments (2D block loads of 16 rows) ...
-            (bk % sg_k == 0 and (bk // sg_k) % DPAS_N == 0,
-             f"keys per subgroup BK / sg_k = {bk} / {sg_k} must be a multiple of {DPAS_N}"),
-            # ... and the D slice and V split whole K = 16 / N = 16 fragments.
-            (bd % DPAS_K == 0, f"BD {bd} must be a multiple of {DPAS_K}"),
-            (bv % DPAS_N == 0, f"BV {bv} must be a multiple of {DPAS_N}"),
-            (d % bd == 0, f"BD {bd} must divide the head dim {d}"),
-            (dv % bv == 0, f"BV {bv} must divide the V head dim {dv} (VTILES = Dv / BV)"),
-            # The sg_k combine moves O in two column halves of whole fragments.
-            (dv % (2 * DPAS_N) == 0, f"Dv {dv} must be a multiple of {2 * DPAS_N}"),
-            # K/V prefetch messages cover 32 columns.
-            (d % PREFETCH_COLUMNS == 0,
-             f"the head dim {d} must be a multiple of {PREFETCH_COLUMNS}"),
-        )
-        for ok, reason in checks:
-            if not ok:
-                return reason
+                    + f" for Dv {problem.head_dim_v}")
         return None
 
-    def _device_reason(
-        self, config: LauncherConfig, p: Mapping[str, Any], problem: ProblemSpec,
-        caps: DeviceCaps,
-    ) -> str | None:
-        items = p["sg_q"] * p["sg_k"] * SUBGROUP
-        grf = p["grf"]
-        if items > caps.max_work_group_size:
-            return (f"work-group of {items} work-items ({p['sg_q']} x {p['sg_k']} subgroups of "
-                    f"{SUBGROUP}) exceeds the device maximum {caps.max_work_group_size}")
-        if not caps.registers_per_thread:
+    def rules(self, problem: ProblemSpec, caps: DeviceCaps) -> tuple[Rule, ...]:
+        """The rules a point of the space must pass for this problem and device, in the order
+        :meth:`invalid_reason` reports them.
+
+        Raises:
+            Nothing.
+        """
+        d, dv = problem.head_dim, problem.head_dim_v
+        splits = self.dv_split_options(problem)
+        split_reads = ("dv_splits",) if splits != (1,) else ()
+
+        def cols(p: Mapping[str, Any]) -> int:
+            # the checks on Dv hold for the columns one work-group computes
+            return dv // p.get("dv_splits", 1)
+
+        def whole(count: str, parts: str, fragment: int, what: str) -> Rule:
+            return check((count, parts),
+                         lambda p: p[count] % p[parts] == 0
+                         and (p[count] // p[parts]) % fragment == 0,
+                         lambda p: f"{what} {p[count]} / {p[parts]} must be a multiple of "
+                         f"{fragment}")
+
+        return (
+            check(("grf",), lambda p: p["grf"] in GRF_SIZES,
+                  lambda p: f"grf must be 128 or 256, got {p['grf']}"),
+            # DPAS: a subgroup's rows are whole M = 8 fragments ...
+            whole("bq", "sg_q", DPAS_M, "rows per subgroup BQ / sg_q ="),
+            # ... its key share whole N = 16 fragments (2D block loads of 16 rows) ...
+            whole("bk", "sg_k", DPAS_N, "keys per subgroup BK / sg_k ="),
+            # ... and the D slice and V split whole K = 16 / N = 16 fragments.
+            check(("bd",), lambda p: p["bd"] % DPAS_K == 0,
+                  lambda p: f"BD {p['bd']} must be a multiple of {DPAS_K}"),
+            check(("bv",), lambda p: p["bv"] % DPAS_N == 0,
+                  lambda p: f"BV {p['bv']} must be a multiple of {DPAS_N}"),
+            check(("bd",), lambda p: d % p["bd"] == 0,
+                  lambda p: f"BD {p['bd']} must divide the head dim {d}"),
+            *([check(split_reads, lambda p: p["dv_splits"] in splits,
+                     lambda p: f"dv_splits {p['dv_splits']}: {self.name} takes one of "
+                     f"{', '.join(map(str, splits))} for Dv {dv}")] if split_reads else []),
+            check(("bv", *split_reads), lambda p: cols(p) % p["bv"] == 0,
+                  lambda p: f"BV {p['bv']} must divide the V head dim {cols(p)} "
+                  "(VTILES = Dv / BV)"),
+            # The sg_k combine moves O in two column halves of whole fragments.
+            check(split_reads, lambda p: cols(p) % (2 * DPAS_N) == 0,
+                  lambda p: f"Dv {cols(p)} must be a multiple of {2 * DPAS_N}"),
+            # K/V prefetch messages cover 32 columns.
+            check((), lambda p: d % PREFETCH_COLUMNS == 0,
+                  lambda p: f"the head dim {d} must be a multiple of {PREFETCH_COLUMNS}"),
+            *self._device_rules(problem, caps),
+            *self._extra_rules(problem, caps),
+        )
+
+    def _device_rules(self, problem: ProblemSpec, caps: DeviceCaps) -> tuple[Rule, ...]:
+        split_reads = ("dv_splits",) if self.dv_split_options(problem) != (1,) else ()
+
+        def items(p: Mapping[str, Any]) -> int:
+            return p["sg_q"] * p["sg_k"] * SUBGROUP
+
+        def regs(p: Mapping[str, Any]) -> int:
+            return self.register_footprint(TileShape.of(p), problem)
+
+        def local(p: Mapping[str, Any]) -> int:
+            return self.local_memory_bytes(TileShape.of(p), problem, caps)
+
+        rules = [check(("sg_q", "sg_k"), lambda p: items(p) <= caps.max_work_group_size,
+                       lambda p: f"work-group of {items(p)} work-items ({p['sg_q']} x "
+                       f"{p['sg_k']} subgroups of {SUBGROUP}) exceeds the device maximum "
+                       f"{caps.max_work_group_size}")]
+        offered = caps.registers_per_thread
+        if not offered:
             # No register-file model (a CPU): the knob would only duplicate configs.
-            if grf != NO_GRF_MODEL_GRF:
-                return (f"grf {grf} is an Intel GPU register-file mode; {caps.name} has none "
-                        f"(use grf {NO_GRF_MODEL_GRF})")
+            rules.append(check(("grf",), lambda p: p["grf"] == NO_GRF_MODEL_GRF,
+                               lambda p: f"grf {p['grf']} is an Intel GPU register-file mode; "
+                               f"{caps.name} has none (use grf {NO_GRF_MODEL_GRF})"))
         else:
-            if grf not in caps.registers_per_thread:
-                return (f"grf {grf} is not offered by {caps.name} (registers per thread: "
-                        f"{', '.join(map(str, caps.registers_per_thread))})")
-            if grf == max(GRF_SIZES) and items > caps.max_work_items_large_grf:
-                return (f"with grf {grf} a work-group holds at most "
-                        f"{caps.max_work_items_large_grf // SUBGROUP} subgroups of {SUBGROUP}; "
-                        f"{p['sg_q']} x {p['sg_k']} = {p['sg_q'] * p['sg_k']}")
-            regs = self.register_footprint(config, problem)
-            if regs > grf:
-                return (f"register footprint {regs} (a subgroup's Q, S, P, O fragments, row state "
-                        f"and {RESERVED_REGS} reserved) exceeds grf {grf} registers per thread")
-        local = self.local_memory_bytes(config, problem, caps)
-        if local > caps.local_mem_bytes:
-            return f"local memory {local} B exceeds the device's {caps.local_mem_bytes} B"
-        return None
+            large = caps.max_work_items_large_grf
+            rules += [
+                check(("grf",), lambda p: p["grf"] in offered,
+                      lambda p: f"grf {p['grf']} is not offered by {caps.name} (registers per "
+                      f"thread: {', '.join(map(str, offered))})"),
+                check(("grf", "sg_q", "sg_k"),
+                      lambda p: p["grf"] != max(GRF_SIZES) or items(p) <= large,
+                      lambda p: f"with grf {p['grf']} a work-group holds at most "
+                      f"{large // SUBGROUP} subgroups of {SUBGROUP}; {p['sg_q']} x {p['sg_k']} "
+                      f"= {p['sg_q'] * p['sg_k']}"),
+                check((*TileShape.READS, *split_reads, "grf"), lambda p: regs(p) <= p["grf"],
+                      lambda p: f"register footprint {regs(p)} (a subgroup's Q, S, P, O "
+                      f"fragments, row state and {RESERVED_REGS} reserved) exceeds grf "
+                      f"{p['grf']} registers per thread"),
+            ]
+        rules.append(check(TileShape.READS, lambda p: local(p) <= caps.local_mem_bytes,
+                           lambda p: f"local memory {local(p)} B exceeds the device's "
+                           f"{caps.local_mem_bytes} B"))
+        return tuple(rules)
+
+    def _extra_rules(self, problem: ProblemSpec, caps: DeviceCaps) -> tuple[Rule, ...]:
+        """A subclass's own rules, checked after the shared ones."""
+        return ()
 
     # --- build -----------------------------------------------------------------------------
     def defines(

@@ -171,10 +171,11 @@ class FiniteSpaceSampler(BaseSampler, abc.ABC):
     def _matching(self, fixed: dict[str, Any]) -> np.ndarray:
         mask = np.ones(len(self._space), dtype=bool)
         names = list(self._space.names)
+        values = self._space.values
         for name, value in fixed.items():
             if name in names:
-                column = [c[names.index(name)] for c in self._space.configs]
-                mask &= np.array([v == value for v in column], dtype=bool)
+                equal = [j for j, v in enumerate(values[name]) if v == value]
+                mask &= np.isin(self._space.ordinals[:, names.index(name)], equal)
         return mask
 
     @abc.abstractmethod

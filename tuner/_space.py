@@ -8,6 +8,7 @@ replayed one (configs from a recorded Kernel Tuner cache).
 
 from __future__ import annotations
 
+import functools
 import itertools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
@@ -56,6 +57,11 @@ class FiniteSpace:
                 or values do not match ``params``.
             EmptySpaceError: no valid config.
         """
+        self._set_values(params)
+        rows = [self._encode(tuple(config)) for config in configs]
+        self._set_ordinals(np.array(rows, dtype=np.int64).reshape(len(rows), len(self._names)))
+
+    def _set_values(self, params: Mapping[str, Sequence[ParamValue]]) -> None:
         self._names: tuple[str, ...] = tuple(params)
         self._values: dict[str, tuple[ParamValue, ...]] = {}
         self._positions: list[dict[tuple[bool, ParamValue], int]] = []
@@ -68,19 +74,29 @@ class FiniteSpace:
                 raise ValueError(f"parameter {name!r} has duplicate values: {values}")
             self._values[name] = values
             self._positions.append(position)
-        rows: list[tuple[int, ...]] = []
-        for config in configs:
-            rows.append(self._encode(tuple(config)))
-        if not rows:
+
+    def _set_ordinals(self, ordinals: np.ndarray) -> None:
+        if not len(ordinals):
             raise EmptySpaceError(f"no valid config among {self.cartesian_size} combinations")
-        self._ordinals = np.array(rows, dtype=np.int64)
-        self._ordinals.setflags(write=False)
-        self._configs = tuple(
-            tuple(self._values[n][j] for n, j in zip(self._names, row, strict=True)) for row in rows
-        )
-        self._index = {_row_key(c): i for i, c in enumerate(self._configs)}
-        if len(self._index) != len(self._configs):
+        ordinals.setflags(write=False)
+        self._ordinals = ordinals
+        # Each config's position in the Cartesian product, sorted for ``index``: a dict of
+        # 100,000 tuples would take longer to build than the whole space.
+        sizes = [len(v) for v in self._values.values()]
+        dtype = np.int64 if self.cartesian_size < 2**63 else object
+        codes = np.zeros(len(ordinals), dtype=dtype)
+        for j, size in enumerate(sizes):
+            codes = codes * size + ordinals[:, j].astype(dtype)
+        steps = np.diff(codes)
+        self._order: np.ndarray | None = None  # None: the configs are in product order
+        if not (steps > 0).all():
+            self._order = np.argsort(codes, kind="stable")
+            codes = codes[self._order]
+            steps = np.diff(codes)
+        if (steps == 0).any():
             raise ValueError("the valid configs contain duplicates")
+        self._codes = codes
+        self._sizes = sizes
 
     @classmethod
     def from_params(
@@ -110,6 +126,29 @@ class FiniteSpace:
             rows = (_row_from_dict(names, c) for c in valid)
         return cls(params, rows)
 
+    @classmethod
+    def from_ordinals(
+        cls, params: Mapping[str, Sequence[ParamValue]], ordinals: np.ndarray
+    ) -> FiniteSpace:
+        """Build from per-parameter values and the valid configs as value positions: row i
+        holds, per parameter, the position of config i's value in that parameter's values
+        (what ``KernelFamily.valid_grid`` gives, without a tuple per config).
+
+        Raises:
+            ValueError: see ``__init__``; also ordinals of the wrong shape or out of range.
+            EmptySpaceError: no valid config.
+        """
+        space = cls.__new__(cls)  # __init__ would encode value tuples; these are encoded
+        space._set_values(params)
+        ordinals = np.array(ordinals, dtype=np.int64)
+        sizes = np.array([len(v) for v in space._values.values()], dtype=np.int64)
+        if ordinals.ndim != 2 or ordinals.shape[1] != len(sizes):
+            raise ValueError(f"ordinals of shape {ordinals.shape}, expected (n, {len(sizes)})")
+        if ((ordinals < 0) | (ordinals >= sizes)).any():
+            raise ValueError("ordinals outside their parameters' values")
+        space._set_ordinals(ordinals)
+        return space
+
     @property
     def names(self) -> tuple[str, ...]:
         """Parameter names, in the order config tuples use."""
@@ -120,10 +159,12 @@ class FiniteSpace:
         """Parameter name -> its ordered values."""
         return dict(self._values)
 
-    @property
+    @functools.cached_property
     def configs(self) -> tuple[tuple[ParamValue, ...], ...]:
-        """The valid configs as value tuples in ``names`` order."""
-        return self._configs
+        """The valid configs as value tuples in ``names`` order (made on first use)."""
+        columns = [[values[j] for j in self._ordinals[:, i].tolist()]
+                   for i, values in enumerate(self._values.values())]
+        return tuple(zip(*columns, strict=True))
 
     @property
     def ordinals(self) -> np.ndarray:
@@ -136,17 +177,27 @@ class FiniteSpace:
         return int(np.prod([len(v) for v in self._values.values()], dtype=object))
 
     def __len__(self) -> int:
-        return len(self._configs)
+        return len(self._ordinals)
 
     def config(self, index: int) -> dict[str, ParamValue]:
         """The config at ``index`` as a params dict."""
-        return dict(zip(self._names, self._configs[index], strict=True))
+        return {n: self._values[n][j]
+                for n, j in zip(self._names, self._ordinals[index].tolist(), strict=True)}
 
     def index(self, config: Mapping[str, ParamValue]) -> int | None:
         """Index of a params dict among the valid configs, or None if it is not one of them."""
         if set(config) != set(self._names):
             return None
-        return self._index.get(_row_key(tuple(config[n] for n in self._names)))
+        code = 0
+        for name, size, position in zip(self._names, self._sizes, self._positions, strict=True):
+            j = position.get(_key(config[name]))
+            if j is None:
+                return None
+            code = code * size + j
+        i = int(np.searchsorted(self._codes, code))
+        if i == len(self._codes) or self._codes[i] != code:
+            return None
+        return i if self._order is None else int(self._order[i])
 
     def distributions(self) -> dict[str, CategoricalDistribution]:
         """One ``CategoricalDistribution`` per parameter: what ``study.ask`` should be given."""
@@ -164,10 +215,6 @@ class FiniteSpace:
 def _key(value: ParamValue) -> tuple[bool, ParamValue]:
     # True == 1 in Python; the flag keeps a bool and an int value apart (1 and 1.0 stay equal).
     return (isinstance(value, (bool, np.bool_)), value)
-
-
-def _row_key(row: tuple[ParamValue, ...]) -> tuple[tuple[bool, ParamValue], ...]:
-    return tuple(_key(v) for v in row)
 
 
 def _row_from_dict(names: list[str], config: Mapping[str, ParamValue]) -> tuple[ParamValue, ...]:

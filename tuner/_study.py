@@ -12,10 +12,11 @@ runs the confirmation round once every slot is done (see ``_campaign.py``).
 
 from __future__ import annotations
 
+import functools
 import math
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 import optuna
@@ -30,7 +31,7 @@ from xe2tune.db import (
 )
 from xe2tune.errors import InvalidConfig, TrialAbandoned
 from xe2tune.harness import MeasureRequest, TrialResult, TrialStatus
-from xe2tune.kernels import DeviceCaps, KernelFamily, LauncherConfig, ProblemSpec
+from xe2tune.kernels import DeviceCaps, GridConfigs, KernelFamily, LauncherConfig, ProblemSpec
 from xe2tune.tuner._budget import TuneBudget
 from xe2tune.tuner._campaign import PATIENCE_CLOSED, SPACE_CLOSED, SlotGate, patience_spent
 from xe2tune.tuner._confirm import ConfirmSettings, confirm
@@ -158,17 +159,17 @@ def build_space(family: KernelFamily, problem: ProblemSpec, caps: DeviceCaps) ->
 
 
 def valid_space(family: KernelFamily, problem: ProblemSpec,
-                caps: DeviceCaps) -> tuple[FiniteSpace, tuple[LauncherConfig, ...]]:
+                caps: DeviceCaps) -> tuple[FiniteSpace, Sequence[LauncherConfig]]:
     """The FiniteSpace of the family's valid configs and the configs themselves, index for
-    index: a trial's params map to its config by ``space.index``, without converting again.
+    index (in ``valid_configs`` order): a trial's params map to its config by ``space.index``.
+    Each config is made when first asked for: a study measures a few hundred of 100,000.
 
     Raises:
         EmptySpaceError: no valid config.
     """
-    configs = tuple(family.valid_configs(problem, caps))
-    params = family.parameter_space(problem)
-    space = FiniteSpace.from_params(params, [family.params_from_config(c) for c in configs])
-    return space, configs
+    grid = family.valid_grid(problem, caps)
+    space = FiniteSpace.from_ordinals(grid.space, grid.ordinals)
+    return space, GridConfigs(grid, functools.partial(family.config_from_params, problem))
 
 
 def study_name(ids: StudyIds, family: KernelFamily, problem: ProblemSpec) -> str:

@@ -11,6 +11,7 @@ threads per EU, spills, DPAS and 2D block loads per kernel; compiled only, never
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import math
 import random
@@ -25,6 +26,7 @@ from xe2tune.cli._vocabulary import seed_vocabulary
 from xe2tune.errors import Xe2TuneError
 from xe2tune.kernels import (
     DeviceCaps,
+    GridConfigs,
     IsaJob,
     KernelFamily,
     KernelIsa,
@@ -85,15 +87,17 @@ def _space_key(member: KernelFamily, problem: ProblemSpec, caps: DeviceCaps) -> 
             problem.dtype, problem.kv_dtype, problem.heads_q, problem.heads_kv, caps)
 
 
-_VALID: dict[tuple, tuple[LauncherConfig, ...]] = {}
+_VALID: dict[tuple, GridConfigs] = {}
 
 
 def valid_configs(member: KernelFamily, problem: ProblemSpec,
-                  caps: DeviceCaps) -> tuple[LauncherConfig, ...]:
-    """A member family's valid configs for the problem, enumerated once per space key."""
+                  caps: DeviceCaps) -> GridConfigs:
+    """A member family's valid configs for the problem, enumerated once per space key (each
+    config made only when it is sampled)."""
     key = _space_key(member, problem, caps)
     if key not in _VALID:
-        _VALID[key] = tuple(member.valid_configs(problem, caps))
+        _VALID[key] = GridConfigs(member.valid_grid(problem, caps),
+                                  functools.partial(member.config_from_params, problem))
     return _VALID[key]
 
 
@@ -157,7 +161,8 @@ def _sample_configs(
     """Baselines, defaults and ``per_family`` random valid configs per family, one build each."""
     rng = random.Random(seed)
     chosen: dict[tuple, tuple[str, ProblemSpec, KernelFamily, LauncherConfig]] = {}
-    pools: dict[str, list[tuple[ProblemSpec, KernelFamily, LauncherConfig]]] = {}
+    # Per family, its problems' valid configs one after another, sampled by position.
+    pools: dict[str, list[tuple[ProblemSpec, KernelFamily, GridConfigs]]] = {}
 
     def add(label: str, problem: ProblemSpec, family: KernelFamily,
             config: LauncherConfig) -> None:
@@ -176,11 +181,16 @@ def _sample_configs(
                 add(baseline.label, problem, family, baseline.config)
         add("default", problem, family, family.default_config(problem, caps))
         for member in _members(family):
-            pool = pools.setdefault(member.name, [])
-            pool.extend((problem, member, c) for c in valid_configs(member, problem, caps))
+            pools.setdefault(member.name, []).append(
+                (problem, member, valid_configs(member, problem, caps)))
     for pool in pools.values():
-        for problem, member, config in rng.sample(pool, min(per_family, len(pool))):
-            add("sample", problem, member, config)
+        total = sum(len(configs) for _, _, configs in pool)
+        for position in rng.sample(range(total), min(per_family, total)):
+            for problem, member, configs in pool:
+                if position < len(configs):
+                    add("sample", problem, member, configs[position])
+                    break
+                position -= len(configs)
     return list(chosen.values())
 
 
