@@ -13,6 +13,7 @@ from xe2tune.db._convert import (
     device_record,
     measurement_record,
     problem_spec,
+    stored_config,
     trial_row,
 )
 from xe2tune.db._models import (
@@ -161,7 +162,7 @@ def results(session: Session, filters: ResultFilters | None, ids: list[int] | No
             trial_id=trial.id, study_id=trial.study_id, created_at=aware(trial.created_at),
             device_id=device.id, device=device.name, family=trial.family,
             source_hash=source.source_hash, problem_id=problem.id,
-            problem=problem_spec(problem), config=dict(trial.config),
+            problem=problem_spec(problem), config=stored_config(trial.config, trial.id),
             config_hash=trial.config_hash, baseline=trial.baseline,
             is_default=trial.is_default, origin=trial.origin,
             status=TrialStatus(trial.status), build_s=trial.build_s, verify_s=trial.verify_s,
