@@ -40,9 +40,9 @@ class LauncherConfigPublic(_Public):
     knobs: dict[str, int | str | bool] = Field(description="the family's extra knobs")
 
     @classmethod
-    def from_stored(cls, config: dict) -> LauncherConfigPublic:
-        """The typed form of a stored config (normalised through ``LauncherConfig``)."""
-        return cls.model_validate(LauncherConfig.from_dict(dict(config)).to_dict())
+    def from_config(cls, config: LauncherConfig) -> LauncherConfigPublic:
+        """The typed form of a record's config."""
+        return cls.model_validate(config.to_dict())
 
 
 class ProblemPublic(_Public):
@@ -89,7 +89,7 @@ class BaselinePublic(_Public):
     def from_result(cls, baseline: BaselineResult) -> BaselinePublic:
         """The public form of a stored baseline result."""
         return cls.model_validate({**baseline.model_dump(),
-                                   "config": LauncherConfigPublic.from_stored(baseline.config)})
+                                   "config": LauncherConfigPublic.from_config(baseline.config)})
 
 
 class BestPublic(_Public):
@@ -135,7 +135,7 @@ class BestPublic(_Public):
         """The public form of a store answer."""
         return cls(
             match=best.match, query=best.query, problem=ProblemPublic.from_spec(best.problem),
-            config=LauncherConfigPublic.from_stored(best.config), config_hash=best.config_hash,
+            config=LauncherConfigPublic.from_config(best.config), config_hash=best.config_hash,
             device=best.device, device_id=best.device_id, family=best.family,
             source_hash=best.source_hash, median_s=best.median_s, tflops=best.tflops,
             gbps=best.gbps, roofline_fraction=best.roofline_fraction,

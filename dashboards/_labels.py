@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from xe2tune.db import StudyRecord
-    from xe2tune.kernels import ProblemSpec
+    from xe2tune.kernels import LauncherConfig, ProblemSpec
 
 
 def problem_label(problem: ProblemSpec) -> str:
@@ -19,22 +19,22 @@ def problem_label(problem: ProblemSpec) -> str:
     return label + (" causal" if problem.causal else "")
 
 
-def config_label(config: dict[str, Any], *, with_family: bool = False) -> str:
+def config_label(config: LauncherConfig, *, with_family: bool = False) -> str:
     """A config in the seed vocabulary on one line, e.g. ``QK 128x64x32 PV 128x64x64 ...``.
 
     ``with_family`` leads with the kernel family (``sdpa_xmx_prefill QK ...``), for views
     without a family column where one problem's configs come from several families.
     """
-    def shape(name: str) -> str:
-        return "x".join(str(v) for v in config.get(name, ()))
+    def shape(values: tuple[int, ...]) -> str:
+        return "x".join(map(str, values))
 
-    knobs = config.get("knobs") or {}
-    family = f"{config['family']} " if with_family and config.get("family") else ""
-    text = (f"{family}QK {shape('shape_qk')} PV {shape('shape_pv')} out {shape('shape_out')} "
-            f"sg {shape('subgroup_layout')} stages {config.get('stages')} "
-            f"vtiles {config.get('vtiles')} simd {config.get('subgroup_size')}")
-    if knobs:
-        text += " " + " ".join(f"{k}={v}" for k, v in sorted(knobs.items()))
+    c = config
+    family = f"{c.family} " if with_family else ""
+    text = (f"{family}QK {shape(c.shape_qk)} PV {shape(c.shape_pv)} out {shape(c.shape_out)} "
+            f"sg {shape(c.subgroup_layout)} stages {c.stages} vtiles {c.vtiles} "
+            f"simd {c.subgroup_size}")
+    if c.knobs:  # sorted by name already
+        text += " " + " ".join(f"{k}={v}" for k, v in c.knobs)
     return text
 
 

@@ -15,7 +15,7 @@ from sqlalchemy import exists, func, select
 from sqlalchemy.orm import aliased
 
 from xe2tune.db._confirmations import confirmed_bests, latest_confirmations
-from xe2tune.db._convert import aware
+from xe2tune.db._convert import aware, stored_config
 from xe2tune.db._models import Device, KernelSource, Measurement, Problem, Study, Trial
 from xe2tune.db._records import BaselineResult, BestResult, problem_group
 from xe2tune.errors import StoreError
@@ -226,7 +226,7 @@ def baseline_result(trial: Trial, measurement: Measurement | None,
     median = round_median_s or median
     return BaselineResult(
         label=trial.baseline or "", family=trial.family, trial_id=trial.id,
-        config=dict(trial.config), config_hash=trial.config_hash,
+        config=stored_config(trial.config, trial.id), config_hash=trial.config_hash,
         status=TrialStatus(trial.status), median_s=median,
         speedup=median / best_median_s if median is not None and best_median_s else None,
     )
@@ -293,7 +293,7 @@ def best_results(session: Session, chosen: list[StudyBest], *, match: Match,
         results.append(BestResult(
             match=match, query=query, device_id=row.device_id, device=row.device_name,
             family=trial.family, source_hash=sources[row.kernel_source_id], problem=row.problem,
-            study_id=row.study_id, trial_id=trial.id, config=dict(trial.config),
+            study_id=row.study_id, trial_id=trial.id, config=stored_config(trial.config, trial.id),
             config_hash=trial.config_hash, baseline=trial.baseline, median_s=median,
             tflops=None if measurement.achieved_flops is None
             else measurement.achieved_flops * scale / 1e12,

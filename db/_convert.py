@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from xe2tune.db._models import Device, Measurement, Problem, Trial
 from xe2tune.db._records import DeviceRecord, MeasurementRecord, TrialRow
-from xe2tune.kernels import ProblemSpec
+from xe2tune.errors import InvalidConfig, StoreError
+from xe2tune.kernels import LauncherConfig, ProblemSpec
 from xe2tune.measurement import (
     CORRECTNESS_FIELDS,
     ROOFLINE_FIELDS,
@@ -56,6 +57,23 @@ def measurement_record(row: Measurement | None, *, samples: bool) -> Measurement
     return MeasurementRecord(**values)
 
 
+def stored_config(config: dict[str, Any], trial_id: int) -> LauncherConfig:
+    """A trial's stored config (its ``to_dict`` form) as the kernels' value object.
+
+    The one place a stored config is parsed: the records that carry one are made from this, so
+    no reader parses it again. Both write paths store a ``LauncherConfig``'s own form, so a row
+    that does not parse was written by something else.
+
+    Raises:
+        StoreError: the stored JSON is not a launcher config.
+    """
+    try:
+        return LauncherConfig.from_dict(config)
+    except InvalidConfig as exc:
+        raise StoreError(f"trial {trial_id}: the stored config is not a launcher config "
+                         f"({exc.reason})") from exc
+
+
 def problem_spec(row: Problem) -> ProblemSpec:
     """A problem row as the kernels' value object."""
     return ProblemSpec(
@@ -80,8 +98,9 @@ def device_record(row: Device) -> DeviceRecord:
 def trial_row(row: Trial, *, samples: bool) -> TrialRow:
     """A trial row and its measurement as a record."""
     return TrialRow(
-        id=row.id, study_id=row.study_id, number=row.number, config=dict(row.config),
-        config_hash=row.config_hash, family=row.family, baseline=row.baseline,
+        id=row.id, study_id=row.study_id, number=row.number,
+        config=stored_config(row.config, row.id), config_hash=row.config_hash,
+        family=row.family, baseline=row.baseline,
         status=TrialStatus(row.status), is_default=row.is_default,
         origin=row.origin, build_s=row.build_s, verify_s=row.verify_s,
         bench_s=row.bench_s, error=row.error, created_at=aware(row.created_at),

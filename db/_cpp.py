@@ -248,7 +248,7 @@ def _families(enumerators: dict[str, str]) -> list[str]:
 
 
 def _entry(result: BestResult, knobs_name: str | None, family: str) -> str:
-    p, c = result.problem, result.launcher_config()
+    p, c = result.problem, result.config
     problem = (
         f"{{{c_string(result.device)}, {result.device_id}, Mode::{p.mode}, {p.head_dim}, "
         f"DType::{p.dtype}, {'true' if p.causal else 'false'}, {p.q_len}, {p.kv_len}, "
@@ -273,7 +273,7 @@ def render_header(best: Sequence[BestResult]) -> str:
     lines = [_PRELUDE, *_families(enumerators), _TYPES]
     entries = []
     for index, result in enumerate(best):
-        knobs = result.launcher_config().knobs
+        knobs = result.config.knobs
         name = None
         if knobs:
             name = f"kKnobs{index}"

@@ -10,19 +10,19 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 from sqlalchemy import Text, cast, select
 
-from xe2tune.db._convert import problem_spec
+from xe2tune.db._convert import problem_spec, stored_config
 from xe2tune.db._models import Measurement, Problem, Study, Trial
 from xe2tune.measurement import TrialStatus
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session
 
-    from xe2tune.kernels import ProblemSpec
+    from xe2tune.kernels import LauncherConfig, ProblemSpec
 
 DETAIL_CHUNK = 500  # ids per IN (...) list: under SQLite's bound-parameter limit
 
@@ -47,7 +47,7 @@ class TrialDetail:
     trial_id: int
     study_id: int
     problem: ProblemSpec
-    config: dict[str, Any]
+    config: LauncherConfig
     family: str
     baseline: str | None
     median_s: float | None
@@ -104,7 +104,7 @@ def trial_details(session: Session, trial_ids: list[int]) -> dict[int, TrialDeta
     """Problem, config and numbers of the given trials, by id (unknown ids are left out)."""
     found: dict[int, TrialDetail] = {}
     problems: dict[int, ProblemSpec] = {}
-    configs: dict[str, dict[str, Any]] = {}  # a search measures one config on many problems
+    configs: dict[str, LauncherConfig] = {}  # a search measures one config on many problems
     for start in range(0, len(trial_ids), DETAIL_CHUNK):
         chunk = trial_ids[start:start + DETAIL_CHUNK]
         stmt = (
@@ -121,7 +121,7 @@ def trial_details(session: Session, trial_ids: list[int]) -> dict[int, TrialDeta
             if problem.id not in problems:
                 problems[problem.id] = problem_spec(problem)
             if config not in configs:
-                configs[config] = json.loads(config)
+                configs[config] = stored_config(json.loads(config), trial_id)
             found[trial_id] = TrialDetail(
                 trial_id=trial_id, study_id=study_id, problem=problems[problem.id],
                 config=configs[config], family=family, baseline=baseline, median_s=median,

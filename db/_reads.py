@@ -13,6 +13,7 @@ from xe2tune.db._convert import (
     device_record,
     measurement_record,
     problem_spec,
+    stored_config,
     trial_row,
 )
 from xe2tune.db._models import (
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
     from sqlalchemy.orm import Session
 
     from xe2tune.db._records import DeviceRecord, ResultFilters, TrialRow
+    from xe2tune.kernels import LauncherConfig
 
 
 def data_version(session: Session) -> int:
@@ -156,12 +158,21 @@ def results(session: Session, filters: ResultFilters | None, ids: list[int] | No
     """Trials with everything they refer to, newest first."""
     stmt = _filtered(_joined(Trial, Measurement, Device, KernelSource, Problem),
                      filters, ids).order_by(Trial.id.desc()).offset(offset).limit(limit)
+    # A page repeats few configs (a search measures each on many problems): each is parsed
+    # once, by its hash, which both write paths store with it (submissions have it checked).
+    configs: dict[str, LauncherConfig] = {}
+
+    def config(trial: Trial) -> LauncherConfig:
+        if trial.config_hash not in configs:
+            configs[trial.config_hash] = stored_config(trial.config, trial.id)
+        return configs[trial.config_hash]
+
     return [
         ResultRow(
             trial_id=trial.id, study_id=trial.study_id, created_at=aware(trial.created_at),
             device_id=device.id, device=device.name, family=trial.family,
             source_hash=source.source_hash, problem_id=problem.id,
-            problem=problem_spec(problem), config=dict(trial.config),
+            problem=problem_spec(problem), config=config(trial),
             config_hash=trial.config_hash, baseline=trial.baseline,
             is_default=trial.is_default, origin=trial.origin,
             status=TrialStatus(trial.status), build_s=trial.build_s, verify_s=trial.verify_s,

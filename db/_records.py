@@ -9,10 +9,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    PlainValidator,
+    WithJsonSchema,
+    field_validator,
+    model_validator,
+)
 
+from xe2tune.errors import InvalidConfig
 from xe2tune.kernels import (
     HEAD_DIMS,
     HEAD_DIMS_V,
@@ -29,6 +39,31 @@ KvDType = Literal["e4m3", "e5m2"]
 # A nearest answer only ever varies the lengths, heads and batch: a config tuned for MHA never
 # answers latent attention (Dv != D), nor fp16/bf16 K/V an FP8 K/V query, nor the reverse.
 ProblemGroup = tuple[str, int, int, str, str | None, bool]
+
+
+def as_launcher_config(value: Any) -> LauncherConfig:
+    """A config in its JSON form (a posted result, an export document) parsed; a
+    ``LauncherConfig`` as it is.
+
+    Raises:
+        ValueError: not a launcher config (pydantic reports it as a 422 naming the field).
+    """
+    if isinstance(value, LauncherConfig):
+        return value
+    try:
+        return LauncherConfig.from_dict(value)
+    except InvalidConfig as exc:
+        raise ValueError(f"not a launcher config: {exc.reason}") from None
+
+
+RecordConfig = Annotated[
+    LauncherConfig,
+    PlainValidator(as_launcher_config),
+    PlainSerializer(LauncherConfig.to_dict, return_type=dict[str, Any]),
+    # the schema of the dict the records carried before: the API's OpenAPI document is unchanged
+    WithJsonSchema({"additionalProperties": True, "type": "object"}),
+]
+"""A record's config: the value object in Python, its ``to_dict`` JSON form in every dump."""
 
 
 def kv_dtype_conflict(dtype: str, kv_dtype: str | None) -> str | None:
@@ -172,7 +207,7 @@ class TrialRow(_Record):
     id: int
     study_id: int
     number: int | None
-    config: dict[str, Any]
+    config: RecordConfig
     config_hash: str
     family: str  # the config's kernel family
     baseline: str | None = None  # the seeded baseline's label, None for tuned configs
@@ -211,7 +246,7 @@ class ResultRow(_Record):
     source_hash: str
     problem_id: int
     problem: ProblemSpec
-    config: dict[str, Any]
+    config: RecordConfig
     config_hash: str
     baseline: str | None = None
     is_default: bool
@@ -310,7 +345,7 @@ class BaselineResult(_Record):
     label: str
     family: str
     trial_id: int
-    config: dict[str, Any]
+    config: RecordConfig
     config_hash: str
     status: TrialStatus
     median_s: float | None
@@ -337,7 +372,7 @@ class BestResult(_Record):
     problem: ProblemSpec
     study_id: int
     trial_id: int
-    config: dict[str, Any]
+    config: RecordConfig
     config_hash: str
     median_s: float
     tflops: float | None
@@ -356,8 +391,8 @@ class BestResult(_Record):
     confirmed_at: datetime | None = None
 
     def launcher_config(self) -> LauncherConfig:
-        """The config as the kernels' value object."""
-        return LauncherConfig.from_dict(self.config)
+        """The config (``config`` itself: records carry the value object)."""
+        return self.config
 
 
 class BestsSince(_Record):

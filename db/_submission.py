@@ -13,16 +13,13 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
-    PlainSerializer,
-    PlainValidator,
     WithJsonSchema,
     model_validator,
 )
 
-from xe2tune.db._records import DeviceRecord
+from xe2tune.db._records import DeviceRecord, RecordConfig
 from xe2tune.db._validate import trial_problems
-from xe2tune.errors import InvalidConfig
-from xe2tune.kernels import LauncherConfig, ProblemSpec
+from xe2tune.kernels import ProblemSpec
 from xe2tune.measurement import (
     CorrectnessReport,
     RooflineFigures,
@@ -36,21 +33,8 @@ MAX_ERROR = 65_536  # characters of an error (a build log's first lines)
 MAX_ITEMS = 64  # entries of the small maps and lists (extra, peaks, subgroup sizes)
 MAX_EXTENT = 2**31 - 1  # problem sizes: a 32-bit int in the kernels and the database
 
-
-def _launcher_config(value: Any) -> LauncherConfig:
-    """A posted config (its JSON form), parsed once on arrival; a tuner's own value as it is."""
-    if isinstance(value, LauncherConfig):
-        return value
-    try:
-        return LauncherConfig.from_dict(value)
-    except InvalidConfig as exc:  # pydantic reports ValueErrors as 422s naming the field
-        raise ValueError(f"not a launcher config: {exc.reason}") from None
-
-
 ConfigField = Annotated[
-    LauncherConfig,
-    PlainValidator(_launcher_config),
-    PlainSerializer(LauncherConfig.to_dict, return_type=dict[str, Any]),
+    RecordConfig,
     WithJsonSchema({"type": "object",
                     "description": "a launcher config in the JSON form of "
                                    "LauncherConfig.to_dict (family, shape_qk, shape_pv, "

@@ -14,9 +14,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from xe2tune.db import ConfirmationEntry, ConfirmationRecord, ResultStore, TrialRow
-from xe2tune.errors import InvalidConfig
 from xe2tune.harness import MeasureRequest, TrialStatus
-from xe2tune.kernels import DeviceCaps, KernelFamily, LauncherConfig, ProblemSpec
+from xe2tune.kernels import DeviceCaps, KernelFamily, ProblemSpec
 
 if TYPE_CHECKING:
     from xe2tune.tuner._trial_runner import TrialRunner
@@ -39,19 +38,8 @@ class ConfirmSettings:
 @dataclass(frozen=True)
 class _Entry:
     row: TrialRow
-    config: LauncherConfig
     role: str
     label: str | None
-
-
-def _runnable(row: TrialRow, family: KernelFamily, problem: ProblemSpec,
-              caps: DeviceCaps) -> LauncherConfig | None:
-    # Rows may come from remote submissions or older kernels: only configs that still run here.
-    try:
-        config = LauncherConfig.from_dict(row.config)
-    except (InvalidConfig, ValueError, TypeError):
-        return None
-    return config if family.invalid_reason(config, problem, caps) is None else None
 
 
 def round_entries(rows: list[TrialRow], default_hash: str, baselines: Mapping[str, str], *,
@@ -63,17 +51,17 @@ def round_entries(rows: list[TrialRow], default_hash: str, baselines: Mapping[st
     entries: list[_Entry] = []
     candidates = 0
     for row in ok:
-        config = _runnable(row, family, problem, caps)
-        if config is None:
+        # Rows may come from remote submissions or older kernels: only configs that still run.
+        if family.invalid_reason(row.config, problem, caps) is not None:
             continue
         label = baselines.get(row.config_hash) or row.baseline
         if row.config_hash == default_hash:
-            entries.append(_Entry(row, config, "default", None))
+            entries.append(_Entry(row, "default", None))
         elif label is not None:
-            entries.append(_Entry(row, config, "baseline", label))
+            entries.append(_Entry(row, "baseline", label))
         elif candidates < top:
             candidates += 1
-            entries.append(_Entry(row, config, "candidate", None))
+            entries.append(_Entry(row, "candidate", None))
     return entries
 
 
@@ -95,7 +83,7 @@ def confirm(store: ResultStore, runner: TrialRunner, request: MeasureRequest, *,
                             top=settings.top, family=family, problem=problem, caps=caps)
     if not entries:
         return None
-    results = runner.compare([MeasureRequest(family, problem, e.config, request.seed)
+    results = runner.compare([MeasureRequest(family, problem, e.row.config, request.seed)
                               for e in entries], settings.rounds)
     confirmed = []
     for entry, result in zip(entries, results, strict=True):

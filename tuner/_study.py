@@ -117,12 +117,11 @@ class Outcome:
         )
 
     @classmethod
-    def from_row(cls, row: TrialRow, config: LauncherConfig) -> Outcome:
-        """A stored trial, whose config the caller holds already (it asked for it, or parsed
-        the row's once)."""
+    def from_row(cls, row: TrialRow) -> Outcome:
+        """A stored trial."""
         m = row.measurement
         return cls(
-            status=row.status, config=config,
+            status=row.status, config=row.config,
             median_s=m.median_s if m else None,
             tflops=m.achieved_flops / 1e12 if m and m.achieved_flops else None,
             roofline_fraction=m.roofline_fraction if m else None, error=row.error,
@@ -270,12 +269,7 @@ class StudyRun:
         found = self.store.best(query)
         if found is None:
             return []
-        try:
-            return [LauncherConfig.from_dict(found.config)]
-        except (InvalidConfig, ValueError, TypeError) as exc:
-            warnings.warn(f"warm start of {p.key()}: skipped the stored best config "
-                          f"{found.config_hash} of a neighbouring problem ({exc})", stacklevel=2)
-            return []
+        return [found.config]
 
     # -- asking, reserving, telling ---------------------------------------------------------
 
@@ -362,7 +356,7 @@ class StudyRun:
         stored = self.store.find_trial(self.record.id, asked.digest)
         if stored is not None:
             progress.reused += 1
-            return Outcome.from_row(stored, config)
+            return Outcome.from_row(stored)
         result = self.runner.measure(MeasureRequest(self.family, self.problem, config))
         baseline = self.baselines.get(asked.digest)
         self.store.record_trial(self.record.id, result, number=asked.trial.number,
@@ -480,9 +474,7 @@ class StudyRun:
         rows = {row.id: row for row in self.store.trials(self.record.id)}
 
         def retimed(entry: ConfirmationEntry, median_s: float) -> Outcome:
-            # a config of the round, so one this xe2tune parsed and ran: it parses again
-            row = rows[entry.trial_id]
-            return Outcome.from_row(row, LauncherConfig.from_dict(row.config)).timed_at(median_s)
+            return Outcome.from_row(rows[entry.trial_id]).timed_at(median_s)
 
         best = record.best
         assert best.median_s is not None, "the best of a round ran OK"
@@ -504,9 +496,5 @@ class StudyRun:
 
     def _absorb_stored_best(self, progress: StudyProgress) -> None:
         for row in self.store.trials(self.record.id):
-            try:
-                config = LauncherConfig.from_dict(row.config)
-            except InvalidConfig:
-                continue  # a stored config this xe2tune cannot read is never the best here
-            self._update_best(progress, Outcome.from_row(row, config))
+            self._update_best(progress, Outcome.from_row(row))
         progress.failed = 0

@@ -98,4 +98,4 @@ def _lookup(url: str, problem: ProblemSpec, device_name: str) -> LauncherConfig 
         warnings.warn(f"xe2tune.sdpa: cannot read tuned configs ({exc}); using the kernel "
                       "family's default config", stacklevel=5)  # the caller of sdpa()
         return None
-    return None if best is None else LauncherConfig.from_dict(best.config)
+    return None if best is None else best.config

@@ -119,7 +119,7 @@ def test_json_export_round_trips(store: ResultStore) -> None:
     assert loaded == listing
     assert all(result.launcher_config().config_hash() == result.config_hash
                for result in loaded)
-    assert all(r.config["family"] == r.family for r in loaded)
+    assert all(r.config.family == r.family for r in loaded)
     assert any(r.baselines for r in loaded)
 
 

@@ -108,7 +108,7 @@ class StoreContract:
         study_id = tune(store, prefill(512), [result])
         found = store.find_trial(study_id, config.config_hash())
         assert found is not None and found.status is TrialStatus.OK and found.is_default
-        assert found.config == config.to_dict() and found.number == 0
+        assert found.config == config and found.number == 0
         assert found.extra == {"work_groups": 64, "plan": "split-kv"}
         m = found.measurement
         assert m is not None and result.timing and result.roofline
@@ -377,7 +377,7 @@ class StoreContract:
         [first, second] = store.trials(study_id)
         assert (first.family, first.baseline) == ("sdpa_xmx_prefill", "seed 000 SageV1")
         assert (second.family, second.baseline) == ("sdpa_prefill", None)
-        assert first.config["family"] == "sdpa_xmx_prefill"
+        assert first.config.family == "sdpa_xmx_prefill"
         found = store.find_trial(study_id, xmx.config_hash())
         assert found is not None and found.baseline == "seed 000 SageV1"
         [row] = store.results(ResultFilters(family="sdpa_xmx_prefill"))
@@ -407,7 +407,7 @@ class StoreContract:
         failed, seed = best.baselines
         assert failed.median_s is None and failed.speedup is None
         assert seed.median_s == pytest.approx(3e-3) and seed.speedup == pytest.approx(3.0)
-        assert seed.config == sage.to_dict()
+        assert seed.config == sage
         [listed] = store.best_per_problem()
         assert listed.baselines == best.baselines
 
