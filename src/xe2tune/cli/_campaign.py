@@ -78,12 +78,11 @@ def create(
     """Register a campaign's problems and budgets; runs nothing (start `xe2tune worker`s)."""
     import optuna
 
-    from xe2tune.cli._search import CONFIRM_ROUNDS, GPU_TRIALS, _csv
+    from xe2tune.cli._problem_options import CONFIRM_ROUNDS, GPU_TRIALS, problem_overrides
     from xe2tune.errors import InvalidProblem
     from xe2tune.tuner import (
         DEFAULT_SAMPLER,
         SAMPLER_NAMES,
-        ProblemOverrides,
         TuneBudget,
         default_problems,
         publish_campaign,
@@ -96,11 +95,9 @@ def create(
         budget = TuneBudget(trials=GPU_TRIALS if trials is None else trials, patience=patience)
     except ValueError as exc:
         raise InvalidProblem(str(exc)) from None
-    overrides = ProblemOverrides(
-        seqs=_csv(seq, int), modes=[mode] if mode else None,
-        causal=[causal] if causal is not None else None, dtypes=_csv(dtype, str),
-        heads_q=heads_q, heads_kv=heads_kv, batch=batch, head_dim_v=head_dim_v,
-        kv_dtype=kv_dtype)
+    overrides = problem_overrides(
+        seq=seq, mode=mode, causal=causal, dtype=dtype, heads_q=heads_q, heads_kv=heads_kv,
+        batch=batch, head_dim_v=head_dim_v, kv_dtype=kv_dtype)
     problems = default_problems(head_dim, on_gpu=not cpu_problems, overrides=overrides)
     name = name or f"hd{head_dim}-{datetime.now(timezone.utc):%Y%m%dT%H%M%S}"
     if not name.strip() or len(name) > 128:

@@ -14,7 +14,12 @@ from rich.table import Table
 from xe2tune.cli._app import app, console, err_console, fail
 from xe2tune.cli._devices import DeviceOption, JsonOption
 from xe2tune.cli._problem_options import (
-    MAX_EXTENT,
+    CONFIRM_ROUNDS,
+    CPU_BENCH_BUDGET_S,
+    CPU_TIMEOUT_S,
+    CPU_TRIALS,
+    GPU_BENCH_BUDGET_S,
+    GPU_TRIALS,
     BatchOption,
     CausalOption,
     DtypeOption,
@@ -25,6 +30,7 @@ from xe2tune.cli._problem_options import (
     KvDtypeOption,
     ModeOption,
     SeqOption,
+    problem_overrides,
 )
 from xe2tune.cli._problem_text import dtype_words, head_words
 from xe2tune.cli._replay import SAMPLER_HELP
@@ -36,23 +42,6 @@ from xe2tune.kernels import ProblemSpec, catalog_device
 
 if TYPE_CHECKING:
     from xe2tune.tuner import StudyProgress, TuneBudget
-
-# Budgets that keep the default command under 10 minutes on the 2-core CPU device.
-CPU_TRIALS, CPU_TIMEOUT_S, CPU_BENCH_BUDGET_S = 14, 480.0, 0.5
-GPU_TRIALS, GPU_BENCH_BUDGET_S = 64, 1.0
-CONFIRM_ROUNDS = 4
-
-
-def _csv(text: str | None, cast: type) -> list | None:
-    if text is None:
-        return None
-    try:
-        values = [cast(v.strip()) for v in text.split(",") if v.strip()]
-    except ValueError:
-        raise InvalidProblem(f"cannot read {text!r} as a comma-separated list") from None
-    if cast is int and not all(1 <= v <= MAX_EXTENT for v in values):
-        raise InvalidProblem(f"every value of {text!r} must be in 1..{MAX_EXTENT}")
-    return values
 
 
 def _fmt_ms(seconds: float | None) -> str:
@@ -274,7 +263,6 @@ def search(
         DEFAULT_SAMPLER,
         SAMPLER_NAMES,
         ConfirmSettings,
-        ProblemOverrides,
         SearchPlan,
         TuneBudget,
         default_problems,
@@ -298,12 +286,9 @@ def search(
         confirm_with = ConfirmSettings(rounds=confirm_rounds)
     except ValueError as exc:
         raise InvalidProblem(str(exc)) from None
-    overrides = ProblemOverrides(
-        seqs=_csv(seq, int), modes=[mode] if mode else None,
-        causal=[causal] if causal is not None else None, dtypes=_csv(dtype, str),
-        heads_q=heads_q, heads_kv=heads_kv, batch=batch, head_dim_v=head_dim_v,
-        kv_dtype=kv_dtype,
-    )
+    overrides = problem_overrides(
+        seq=seq, mode=mode, causal=causal, dtype=dtype, heads_q=heads_q, heads_kv=heads_kv,
+        batch=batch, head_dim_v=head_dim_v, kv_dtype=kv_dtype)
     problems = default_problems(head_dim, on_gpu=on_gpu, overrides=overrides)
     if dry_run:
         print_dry_run(problems, target_caps or device_caps(resolve_device(device)),

@@ -76,7 +76,7 @@ def worker(
     if insecure or tls_ca or tls_cert or tls_key:
         raise fail("--tls-ca, --tls-cert, --tls-key and --insecure go with --grpc: a database "
                    "worker talks to the database only")
-    from xe2tune.cli._search import CPU_BENCH_BUDGET_S, GPU_BENCH_BUDGET_S
+    from xe2tune.cli._problem_options import CPU_BENCH_BUDGET_S, GPU_BENCH_BUDGET_S
     from xe2tune.cli._session import open_runner, open_session
     from xe2tune.db import CampaignStore, open_store
     from xe2tune.harness import BenchSettings
@@ -243,7 +243,7 @@ def _run_remote_worker(campaign: int, channel: _Channel, *, device: str | None, 
     import socket
     import uuid
 
-    from xe2tune.cli._search import CPU_BENCH_BUDGET_S, GPU_BENCH_BUDGET_S
+    from xe2tune.cli._problem_options import CPU_BENCH_BUDGET_S, GPU_BENCH_BUDGET_S
     from xe2tune.cli._session import DeviceSession, device_record, listing_for, open_runner
     from xe2tune.harness import (
         BenchSettings,
