@@ -10,13 +10,16 @@ class TuneBudget:
     """Per-problem trial count, an overall deadline, and early stopping.
 
     ``trials`` counts trials started in this run for each problem (configs stored by earlier runs
-    are reused, never re-measured); ``patience`` stops a study after that many consecutive trials
-    without a new best.
+    are reused, never re-measured), or with ``top_up`` the study's stored trials too: a run then
+    adds only what the study lacks, so repeating a finished search measures nothing and answers
+    from the stored trials and confirmation round; ``patience`` stops a study after that many
+    consecutive trials without a new best.
     """
 
     trials: int
     timeout_s: float | None = None
     patience: int | None = None
+    top_up: bool = False
 
     def __post_init__(self) -> None:
         if self.trials < 1:

@@ -410,13 +410,21 @@ class StudyRun:
             cartesian_size=self.space.cartesian_size, trial_index=0,
             trials_budget=budget.trials,
         )
-        self._absorb_stored_best(progress)
+        rows = self.store.trials(self.record.id)
+        self._absorb_stored_best(progress, rows)
         progress.requeued = self.book.recover(self.record.id, self._config_hash)
         observe(progress)
+        trials = max(0, budget.trials - len(rows)) if budget.top_up else budget.trials
+        confirmed = self._current_confirmation(rows) if trials == 0 else None
         try:
-            self._loop(progress, budget, deadline, observe, should_stop)
+            if confirmed is not None:
+                # A finished study asked again: its stored round answers, nothing is re-timed.
+                self._absorb_confirmation(progress, confirmed)
+            elif trials > 0:
+                self._loop(progress, trials, budget, deadline, observe, should_stop)
             self._requeue_untold()
-            if not should_stop() and (self.gate is None or self.gate.claim_confirmation()):
+            if confirmed is None and not should_stop() and (
+                    self.gate is None or self.gate.claim_confirmation()):
                 if self.gate is not None and not self.gate.others_hold_slots():
                     # Nobody can be asking a trial now: a trial left RUNNING unmarked (its
                     # worker was killed between optuna's ask and the mark) goes back at once.
@@ -434,15 +442,16 @@ class StudyRun:
         observe(progress)
         return progress
 
-    def _loop(self, progress: StudyProgress, budget: TuneBudget, deadline: float | None,
-              observe: Observer, should_stop: Callable[[], bool]) -> None:
+    def _loop(self, progress: StudyProgress, trials: int, budget: TuneBudget,
+              deadline: float | None, observe: Observer,
+              should_stop: Callable[[], bool]) -> None:
         since_best = 0
         current = self._ask()
-        while current is not None and progress.trial_index < budget.trials:
+        while current is not None and progress.trial_index < trials:
             progress.trial_index += 1
             progress.config, progress.phase = current.config, "measuring"
             observe(progress)
-            more = progress.trial_index < budget.trials and not should_stop()
+            more = progress.trial_index < trials and not should_stop()
             upcoming = self._ask() if more else None
             if upcoming is not None:
                 self.runner.prebuild(MeasureRequest(self.family, self.problem, upcoming.config))
@@ -468,8 +477,20 @@ class StudyRun:
             self.store, self.runner, MeasureRequest(self.family, self.problem, self.default),
             study_id=self.record.id, caps=self.caps, settings=settings,
             baselines={h: b.label for h, b in self.baselines.items()})
-        if record is None:
-            return
+        if record is not None:
+            self._absorb_confirmation(progress, record)
+
+    def _current_confirmation(self, rows: list[TrialRow]) -> ConfirmationRecord | None:
+        """The study's newest confirmation round, if no trial was stored after it."""
+        record = self.store.confirmation(self.record.id)
+        if record is None or record.created_at is None:
+            return None
+        if any(row.created_at > record.created_at for row in rows):
+            return None
+        return record
+
+    def _absorb_confirmation(self, progress: StudyProgress, record: ConfirmationRecord) -> None:
+        """The round's best and default as the study's (times of one round, never of two runs)."""
         progress.confirmation = record
         rows = {row.id: row for row in self.store.trials(self.record.id)}
 
@@ -494,7 +515,7 @@ class StudyRun:
             return True
         return False
 
-    def _absorb_stored_best(self, progress: StudyProgress) -> None:
-        for row in self.store.trials(self.record.id):
+    def _absorb_stored_best(self, progress: StudyProgress, rows: list[TrialRow]) -> None:
+        for row in rows:
             self._update_best(progress, Outcome.from_row(row))
         progress.failed = 0

@@ -69,6 +69,33 @@ def test_search_stores_consistent_rows_and_resumes_without_remeasuring(tmp_path)
 
 
 @pytest.mark.slow
+def test_the_default_budget_is_the_studys_so_a_finished_search_repeated_measures_nothing(
+        tmp_path):
+    """Without --trials each study is topped up to the default budget (CPU: 14) counting its
+    stored trials: the first run stops one short (a timeout would too), the repeat measures that
+    one and confirms anew, a third measures nothing and answers from the stored round."""
+    url = f"sqlite:///{tmp_path / 'tune.db'}"
+    first = search(url, "--trials", "13", "--seed", "1")
+    assert first.returncode == 0, first.stderr
+    topped = search(url, "--seed", "2")
+    assert topped.returncode == 0, topped.stderr
+    (row,) = json.loads(topped.stdout)["problems"]
+    assert row["measured"] + row["reused"] == 1 and len(ok_trials(url)) <= 14
+    assert row["confirmed_rounds"]
+    started = time.monotonic()
+    again = search(url, "--seed", "3")
+    elapsed = time.monotonic() - started
+    assert again.returncode == 0, again.stderr
+    (row2,) = json.loads(again.stdout)["problems"]
+    assert row2["measured"] == row2["reused"] == 0
+    # the stored round's figures, not a new round's
+    assert row2["best_median_s"] == row["best_median_s"]
+    assert row2["default_median_s"] == row["default_median_s"]
+    assert row2["confirmed_rounds"] == row["confirmed_rounds"]
+    print(f"repeat answered in {elapsed:.1f} s")
+
+
+@pytest.mark.slow
 def test_sigint_stops_after_the_current_trial_and_the_rerun_resumes(tmp_path):
     url = f"sqlite:///{tmp_path / 'tune.db'}"
     proc = subprocess.Popen(["xe2tune", "search", *SMALL, "--db", url, "--quiet",
