@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from tests._stated_ceilings import store_stated_ceilings
 from xe2tune.db import ResultFilters, open_store
 
 SMALL = ["--head-dim", "64", "--mode", "prefill", "--no-causal", "--seq", "128",
@@ -69,8 +70,11 @@ def test_search_stores_consistent_rows_and_resumes_without_remeasuring(tmp_path)
 
 
 @pytest.mark.slow
-def test_sigint_stops_after_the_current_trial_and_the_rerun_resumes(tmp_path):
+def test_sigint_stops_after_the_current_trial_and_the_rerun_resumes(tmp_path, cpu_queue):
     url = f"sqlite:///{tmp_path / 'tune.db'}"
+    # Stated ceilings: the search skips the minute of measuring them (the test above has a
+    # search measure and store them).
+    store_stated_ceilings(url, cpu_queue)
     proc = subprocess.Popen(["xe2tune", "search", *SMALL, "--db", url, "--quiet",
                              "--trials", "40"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
