@@ -46,9 +46,15 @@ CPU_CAPS = DeviceCaps(
 
 def pytest_configure(config: pytest.Config) -> None:
     # Tests and the CLIs they start never write into the user's data dir (default database,
-    # measured ceilings); the native-extension and kernel caches stay shared on purpose.
+    # measured ceilings); the native-extension and kernel caches stay shared on purpose (their
+    # writes are atomic, and the SYCL runtime locks its own cache).
     if "XE2TUNE_DATA_DIR" not in os.environ:
         os.environ["XE2TUNE_DATA_DIR"] = tempfile.mkdtemp(prefix="xe2tune-test-data-")
+    # Each pytest-xdist worker (inheriting the controller's environment) gets a data dir of its
+    # own, so that two workers' CLIs never share a default database.
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if worker:
+        os.environ["XE2TUNE_DATA_DIR"] = str(Path(os.environ["XE2TUNE_DATA_DIR"]) / worker)
     # Tests hold gRPC channels while they start subprocesses: grpcio's fork handlers would run in
     # each child between fork and exec and can abort it (as in cli/_worker.py). grpc reads this
     # when it starts, and no test module has imported it yet.

@@ -10,6 +10,7 @@ import pytest
 from _api_fixtures import api_settings
 from fastapi.testclient import TestClient
 
+from tests._stated_ceilings import store_stated_ceilings
 from xe2tune.api import create_asgi_app
 
 SEARCH = ["xe2tune", "search", "--head-dim", "64", "--mode", "prefill", "--no-causal",
@@ -18,8 +19,11 @@ SEARCH = ["xe2tune", "search", "--head-dim", "64", "--mode", "prefill", "--no-ca
 
 
 @pytest.fixture(scope="module")
-def searched(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict]:
+def searched(tmp_path_factory: pytest.TempPathFactory, cpu_queue) -> tuple[str, dict]:
     url = f"sqlite:///{tmp_path_factory.mktemp('search') / 'real.db'}"
+    # Stated ceilings: the search skips the minute of measuring them (nothing here reads a
+    # roofline fraction; tests/tuner/test_search.py has a search measure them).
+    store_stated_ceilings(url, cpu_queue)
     proc = subprocess.run([*SEARCH, "--db", url], capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr
     return url, json.loads(proc.stdout)

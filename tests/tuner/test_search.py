@@ -11,6 +11,7 @@ import time
 
 import pytest
 
+from tests._stated_ceilings import store_stated_ceilings
 from xe2tune.db import ResultFilters, open_store
 
 SMALL = ["--head-dim", "64", "--mode", "prefill", "--no-causal", "--seq", "128",
@@ -70,11 +71,12 @@ def test_search_stores_consistent_rows_and_resumes_without_remeasuring(tmp_path)
 
 @pytest.mark.slow
 def test_the_default_budget_is_the_studys_so_a_finished_search_repeated_measures_nothing(
-        tmp_path):
+        tmp_path, cpu_queue):
     """Without --trials each study is topped up to the default budget (CPU: 14) counting its
     stored trials: the first run stops one short (a timeout would too), the repeat measures that
     one and confirms anew, a third measures nothing and answers from the stored round."""
     url = f"sqlite:///{tmp_path / 'tune.db'}"
+    store_stated_ceilings(url, cpu_queue)  # the first test measures them
     first = search(url, "--trials", "13", "--seed", "1")
     assert first.returncode == 0, first.stderr
     topped = search(url, "--seed", "2")
@@ -96,8 +98,11 @@ def test_the_default_budget_is_the_studys_so_a_finished_search_repeated_measures
 
 
 @pytest.mark.slow
-def test_sigint_stops_after_the_current_trial_and_the_rerun_resumes(tmp_path):
+def test_sigint_stops_after_the_current_trial_and_the_rerun_resumes(tmp_path, cpu_queue):
     url = f"sqlite:///{tmp_path / 'tune.db'}"
+    # Stated ceilings: the search skips the minute of measuring them (the test above has a
+    # search measure and store them).
+    store_stated_ceilings(url, cpu_queue)
     proc = subprocess.Popen(["xe2tune", "search", *SMALL, "--db", url, "--quiet",
                              "--trials", "40"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
