@@ -337,12 +337,8 @@ class XmxFamilyBase(SdpaFamilyBase):
         return None
 
     def rules(self, problem: ProblemSpec, caps: DeviceCaps) -> tuple[Rule, ...]:
-        """The rules a point of the space must pass for this problem and device, in the order
-        :meth:`invalid_reason` reports them.
-
-        Raises:
-            Nothing.
-        """
+        """The xmx mainloop's rules (sdpa_xmx_mainloop.hpp's Shape and the device model), as
+        :meth:`SdpaFamilyBase.rules` states them."""
         d, dv = problem.head_dim, problem.head_dim_v
         splits = self.dv_split_options(problem)
         split_reads = ("dv_splits",) if splits != (1,) else ()
