@@ -79,6 +79,11 @@ class StudyProgress:
     build_s: float = 0.0
     verify_s: float = 0.0
     bench_s: float = 0.0
+    # the rest of the study's wall time, for a run's timeline (benchmarks/first_contact.py)
+    enumerate_s: float = 0.0  # the valid space, the default and the baselines
+    setup_s: float = 0.0  # the study's rows, its optuna study and its warm start
+    store_s: float = 0.0  # each trial's result stored and told to optuna
+    confirm_s: float = 0.0  # the confirmation round
     confirmation: ConfirmationRecord | None = None
     skipped: str | None = None  # why the problem was not searched at all
     started: float = field(default_factory=time.perf_counter)
@@ -196,10 +201,12 @@ class StudyRun:
     ) -> None:
         self.store, self.runner, self.family, self.problem, self.caps = (
             store, runner, family, problem, caps)
+        started = time.perf_counter()
         self.space, self.configs = valid_space(family, problem, caps)
         self.default = family.default_config(problem, caps)
         self.baselines = {b.config.config_hash(): b for b in family.baselines(problem, caps)
                           if family.invalid_reason(b.config, problem, caps) is None}
+        self.enumerate_s = time.perf_counter() - started
         problem_id = store.upsert_problem(problem)
         name = study_name(ids, family, problem)
         self.record = store.get_or_create_study(
@@ -221,6 +228,8 @@ class StudyRun:
         self.book = TrialBook(self.study, storage, lease)
         self._asked: dict[int, _Asked] = {}
         self._enqueue_warm_start()
+        self.setup_s = time.perf_counter() - started - self.enumerate_s
+        self.store_s = 0.0  # record_trial and tell, summed by _outcome_for and _tell
 
     # -- warm start -------------------------------------------------------------------------
 
@@ -359,13 +368,16 @@ class StudyRun:
             return Outcome.from_row(stored)
         result = self.runner.measure(MeasureRequest(self.family, self.problem, config))
         baseline = self.baselines.get(asked.digest)
+        started = time.perf_counter()
         self.store.record_trial(self.record.id, result, number=asked.trial.number,
                                 is_default=config == self.default,
                                 baseline=baseline.label if baseline else None)
+        self.store_s += time.perf_counter() - started
         progress.measured += 1
         return Outcome.from_result(result)
 
     def _tell(self, asked: _Asked, result: Outcome) -> None:
+        started = time.perf_counter()
         trial = asked.trial
         trial.set_user_attr("config_hash", asked.digest)
         trial.set_user_attr("status", result.status.value)
@@ -377,6 +389,7 @@ class StudyRun:
             self.gate.settle(asked.slot, trial.number)
             asked.slot = None
         self._release(asked)
+        self.store_s += time.perf_counter() - started
 
     def _release(self, asked: _Asked) -> None:
         self._asked.pop(asked.trial.number, None)
@@ -408,7 +421,7 @@ class StudyRun:
         progress = StudyProgress(
             problem=self.problem, space_size=len(self.space),
             cartesian_size=self.space.cartesian_size, trial_index=0,
-            trials_budget=budget.trials,
+            trials_budget=budget.trials, enumerate_s=self.enumerate_s, setup_s=self.setup_s,
         )
         rows = self.store.trials(self.record.id)
         self._absorb_stored_best(progress, rows)
@@ -431,7 +444,9 @@ class StudyRun:
                     self.book.recover(self.record.id, self._config_hash, unowned_grace_s=0)
                 progress.phase = "confirming"
                 observe(progress)
+                confirming = time.perf_counter()
                 self._confirm(progress, confirm_with)
+                progress.confirm_s = time.perf_counter() - confirming
                 if self.gate is not None:
                     self.gate.settle_confirmation()
         except TrialAbandoned:
@@ -460,6 +475,7 @@ class StudyRun:
             progress.build_s += result.build_s
             progress.verify_s += result.verify_s
             progress.bench_s += result.bench_s
+            progress.store_s = self.store_s
             improved = self._update_best(progress, result)
             since_best = 0 if improved else since_best + 1
             progress.phase = "measured"

@@ -40,6 +40,10 @@ def test_search_stores_consistent_rows_and_resumes_without_remeasuring(tmp_path)
     (row,) = report["problems"]
     assert row["measured"] == 3 and row["reused"] == 0
     assert row["best_median_s"] <= row["default_median_s"]
+    # the run's timeline (benchmarks/first_contact.py): every phase a study spent time in
+    phases = ("enumerate_s", "setup_s", "build_s", "verify_s", "bench_s", "confirm_s", "store_s")
+    assert all(row[k] >= 0 for k in phases)
+    assert row["enumerate_s"] > 0 and row["store_s"] > 0 and row["confirm_s"] > 0
     stored = ok_trials(url)
     assert len(stored) == 3
     assert len({r.config_hash for r in stored}) == 3

@@ -175,7 +175,8 @@ def _final_rows(progresses: list[StudyProgress]) -> list[dict]:
             "skipped": p.skipped, "requeued": p.requeued,
             "trials": p.trial_index, "measured": p.measured, "reused": p.reused,
             "failed": p.failed, "build_s": p.build_s, "verify_s": p.verify_s,
-            "bench_s": p.bench_s,
+            "bench_s": p.bench_s, "enumerate_s": p.enumerate_s, "setup_s": p.setup_s,
+            "confirm_s": p.confirm_s, "store_s": p.store_s,
         })
     return rows
 
@@ -338,6 +339,10 @@ def search(
         console.print(f"wall time {wall:.0f} s; builds {sum(r['build_s'] for r in rows):.0f} s, "
                       f"verification {sum(r['verify_s'] for r in rows):.0f} s, measurement "
                       f"{sum(r['bench_s'] for r in rows):.0f} s")
+        console.print(f"and enumeration {sum(r['enumerate_s'] for r in rows):.1f} s, study setup "
+                      f"{sum(r['setup_s'] for r in rows):.1f} s, confirmation "
+                      f"{sum(r['confirm_s'] for r in rows):.1f} s, storage "
+                      f"{sum(r['store_s'] for r in rows):.1f} s")
     if stop.requested():
         raise typer.Exit(128 + stop.signum)
 
