@@ -79,6 +79,7 @@ class StudyProgress:
     build_s: float = 0.0
     verify_s: float = 0.0
     bench_s: float = 0.0
+    stored: int = 0  # the study's trials stored before this run
     # the rest of the study's wall time, for a run's timeline (benchmarks/first_contact.py)
     enumerate_s: float = 0.0  # the valid space, the default and the baselines
     setup_s: float = 0.0  # the study's rows, its optuna study and its warm start
@@ -424,6 +425,7 @@ class StudyRun:
             trials_budget=budget.trials, enumerate_s=self.enumerate_s, setup_s=self.setup_s,
         )
         rows = self.store.trials(self.record.id)
+        progress.stored = len(rows)
         self._absorb_stored_best(progress, rows)
         progress.requeued = self.book.recover(self.record.id, self._config_hash)
         observe(progress)

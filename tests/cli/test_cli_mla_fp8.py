@@ -153,7 +153,8 @@ def test_search_summary_tells_mla_decode_problems_apart(capsys: pytest.CaptureFi
                                     heads_kv=1).to_dict(),
              "best_config": None, "best_median_s": 1e-3, "tflops": None,
              "roofline_fraction": None, "default_median_s": None, "speedup_vs_default": None,
-             "trials": 1, "measured": 1, "confirmed_rounds": None, "skipped": "not run"}
+             "trials": 1, "stored_before": 0, "measured": 1, "confirmed_rounds": None,
+             "skipped": "not run"}
             for hq in (16, 128)]
     print_final(rows)
     out = capsys.readouterr().out

@@ -119,8 +119,8 @@ def _row(seq: int, best_s: float, default_s: float) -> dict:
     return {"problem": prefill(seq, causal=True).to_dict(), "best_config": config,
             "best_median_s": best_s, "tflops": 0.0123456, "roofline_fraction": 0.4812,
             "default_median_s": default_s, "speedup_vs_default": default_s / best_s,
-            "confirmed_rounds": 4, "skipped": None, "trials": 14, "measured": 12,
-            "reused": 2, "failed": 0}
+            "confirmed_rounds": 4, "skipped": None, "trials": 14, "stored_before": 0,
+            "measured": 12, "reused": 2, "failed": 0}
 
 
 @pytest.mark.parametrize("width", [80, 160])

@@ -93,7 +93,7 @@ def test_the_default_budget_is_the_studys_so_a_finished_search_repeated_measures
     elapsed = time.monotonic() - started
     assert again.returncode == 0, again.stderr
     (row2,) = json.loads(again.stdout)["problems"]
-    assert row2["measured"] == row2["reused"] == 0
+    assert row2["measured"] == row2["reused"] == 0 and row2["stored_before"] == 14
     # the stored round's figures, not a new round's
     assert row2["best_median_s"] == row["best_median_s"]
     assert row2["default_median_s"] == row["default_median_s"]

@@ -173,7 +173,8 @@ def _final_rows(progresses: list[StudyProgress]) -> list[dict]:
             # are single trials timed minutes apart, e.g. after a stop)
             "confirmed_rounds": p.confirmation.rounds if p.confirmation else None,
             "skipped": p.skipped, "requeued": p.requeued,
-            "trials": p.trial_index, "measured": p.measured, "reused": p.reused,
+            "trials": p.trial_index, "stored_before": p.stored,
+            "measured": p.measured, "reused": p.reused,
             "failed": p.failed, "build_s": p.build_s, "verify_s": p.verify_s,
             "bench_s": p.bench_s, "enumerate_s": p.enumerate_s, "setup_s": p.setup_s,
             "confirm_s": p.confirm_s, "store_s": p.store_s,
@@ -206,7 +207,7 @@ def _print_final(rows: list[dict]) -> None:
             f"{r['roofline_fraction']:.1%}" if r["roofline_fraction"] is not None else "-",
             _fmt_ms(r["default_median_s"]),
             f"{r['speedup_vs_default']:.2f}x" if r["speedup_vs_default"] else "-",
-            f"{r['trials']} ({r['measured']} new)",
+            f"{r['stored_before'] + r['trials']} ({r['measured']} new)",
         ))
         rounds = r["confirmed_rounds"]
         confirmed = (f"confirmed in {rounds} round{'s' if rounds != 1 else ''}" if rounds
