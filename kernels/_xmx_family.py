@@ -113,6 +113,11 @@ class XmxFamilyBase(SdpaFamilyBase):
         one work-group, unless a subclass splits them."""
         return (1,)
 
+    def dv_split_reads(self, problem: ProblemSpec) -> tuple[str, ...]:
+        """("dv_splits",) where the problem's space holds the knob, else (): what the rules on
+        V's columns read beyond their own parameters."""
+        return ("dv_splits",) if self.dv_split_options(problem) != (1,) else ()
+
     def baselines(self, problem: ProblemSpec, caps: DeviceCaps) -> tuple[Baseline, ...]:
         """The published Xe2 configs of this mode and head dim (``kernels/_baselines.py``);
         none for a dtype the family does not serve.
@@ -341,7 +346,7 @@ class XmxFamilyBase(SdpaFamilyBase):
         :meth:`SdpaFamilyBase.rules` states them."""
         d, dv = problem.head_dim, problem.head_dim_v
         splits = self.dv_split_options(problem)
-        split_reads = ("dv_splits",) if splits != (1,) else ()
+        split_reads = self.dv_split_reads(problem)
 
         def cols(p: Mapping[str, Any]) -> int:
             # the checks on Dv hold for the columns one work-group computes
@@ -385,7 +390,7 @@ class XmxFamilyBase(SdpaFamilyBase):
         )
 
     def _device_rules(self, problem: ProblemSpec, caps: DeviceCaps) -> tuple[Rule, ...]:
-        split_reads = ("dv_splits",) if self.dv_split_options(problem) != (1,) else ()
+        split_reads = self.dv_split_reads(problem)
 
         def items(p: Mapping[str, Any]) -> int:
             return p["sg_q"] * p["sg_k"] * SUBGROUP

@@ -434,7 +434,7 @@ class StudyRun:
         try:
             if confirmed is not None:
                 # A finished study asked again: its stored round answers, nothing is re-timed.
-                self._absorb_confirmation(progress, confirmed)
+                self._absorb_confirmation(progress, confirmed, rows)
             elif trials > 0:
                 self._loop(progress, trials, budget, deadline, observe, should_stop)
             self._requeue_untold()
@@ -496,7 +496,7 @@ class StudyRun:
             study_id=self.record.id, caps=self.caps, settings=settings,
             baselines={h: b.label for h, b in self.baselines.items()})
         if record is not None:
-            self._absorb_confirmation(progress, record)
+            self._absorb_confirmation(progress, record, self.store.trials(self.record.id))
 
     def _current_confirmation(self, rows: list[TrialRow]) -> ConfirmationRecord | None:
         """The study's newest confirmation round, if no trial was stored after it."""
@@ -507,13 +507,15 @@ class StudyRun:
             return None
         return record
 
-    def _absorb_confirmation(self, progress: StudyProgress, record: ConfirmationRecord) -> None:
-        """The round's best and default as the study's (times of one round, never of two runs)."""
+    def _absorb_confirmation(self, progress: StudyProgress, record: ConfirmationRecord,
+                             rows: list[TrialRow]) -> None:
+        """The round's best and default as the study's (times of one round, never of two runs);
+        ``rows``: the study's stored trials, the round's among them."""
         progress.confirmation = record
-        rows = {row.id: row for row in self.store.trials(self.record.id)}
+        by_id = {row.id: row for row in rows}
 
         def retimed(entry: ConfirmationEntry, median_s: float) -> Outcome:
-            return Outcome.from_row(rows[entry.trial_id]).timed_at(median_s)
+            return Outcome.from_row(by_id[entry.trial_id]).timed_at(median_s)
 
         best = record.best
         assert best.median_s is not None, "the best of a round ran OK"
