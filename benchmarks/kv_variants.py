@@ -1,14 +1,15 @@
 """FP8 K/V against fp16 K/V, and latent (MLA) decode against torch's CPU SDPA, side by side.
 
 Usage:
-  python benchmarks/kv_variants.py fp8 [--seq 16384] [--iters 5] [--rounds 6]
+  python benchmarks/kv_variants.py fp8 [--seq 16384] [--iters 5] [--rounds 6] [--base REV]
   python benchmarks/kv_variants.py mla [--seq 4096] [--heads 16 128] [--iters 5] [--rounds 6]
 
 ``fp8``: decode hd 128, 32 query / 8 KV heads, q_len 1, kv_len --seq, Q/O fp16: K/V in fp16,
 e4m3 and e5m2 (per-KV-head scales), each with its family default, every output checked against
 the float64 reference, timed by device profiling on rotated buffer sets (last-level cache
 busted) in alternating rounds; prints each one's median time and, per round, its time over the
-fp16 K/V time of the same round.
+fp16 K/V time of the same round. ``--base REV`` adds fp16 K/V built from the kernel sources of git
+revision REV (same config), to see what a kernel change did in the same run.
 ``mla``: absorbed MLA decode D 576 / Dv 512, one latent K/V head, --heads query heads, bf16:
 ours (family default, device profiling as above) against torch.nn.functional.
 scaled_dot_product_attention on CPU tensors of the same values (K/V expanded over the heads by
@@ -21,7 +22,9 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import statistics
+import subprocess
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -43,6 +46,8 @@ from xe2tune.kernels import (
     reference_sdpa,
 )
 
+REPO = Path(__file__).resolve().parents[1]
+
 
 @dataclasses.dataclass
 class Timed:
@@ -63,10 +68,12 @@ class Timed:
         return statistics.median(times)
 
 
-def prepare(queue, caps, label: str, problem: ProblemSpec, inputs: tuple) -> Timed:
+def prepare(queue, caps, label: str, problem: ProblemSpec, inputs: tuple,
+            sources: dict[str, str] | None = None) -> Timed:
     family = family_for_mode(problem.mode)
     plan = family.plan(family.default_config(problem, caps), problem, caps)
-    built = build_program(queue, plan.source_file, plan.kernel_names, plan.defines)
+    built = build_program(queue, plan.source_file, plan.kernel_names, plan.defines,
+                          sources=sources)
     executor = PlanExecutor(queue, built, plan, problem)
     rotation = BufferRotation(lambda _i: executor.allocate(*inputs), 4,
                               executor.buffer_set_bytes, last_level_cache_bytes(queue.sycl_device))
@@ -82,6 +89,9 @@ def run_fp8(queue, caps, args) -> None:
              for label, problem in (("fp16 K/V", base),
                                     ("e4m3 K/V", dataclasses.replace(base, kv_dtype="e4m3")),
                                     ("e5m2 K/V", dataclasses.replace(base, kv_dtype="e5m2")))]
+    if args.base:
+        timed.append(prepare(queue, caps, f"fp16 K/V at {args.base}", base,
+                             make_inputs(base, seed=1), kernel_sources(args.base)))
     ratios: dict[str, list[float]] = {t.label: [] for t in timed}
     for _ in range(args.rounds):
         medians = [t.time(args.iters) for t in timed]
@@ -96,6 +106,16 @@ def run_fp8(queue, caps, args) -> None:
         print(f"  {t.label}: {seconds * 1e3:7.3f} ms  {gbs:6.1f} GB/s  correct={t.passed}  "
               f"time / fp16 K/V: median {statistics.median(ratios[t.label]):.2f} "
               f"(rounds {rounds})", flush=True)
+
+
+def kernel_sources(rev: str) -> dict[str, str]:
+    """The .cpp/.hpp files under kernels/ at git revision ``rev``, by file name."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True,
+                              check=True).stdout
+
+    names = git("ls-tree", "--name-only", f"{rev}:kernels").split()
+    return {n: git("show", f"{rev}:kernels/{n}") for n in names if n.endswith((".cpp", ".hpp"))}
 
 
 def torch_seconds(q, k, v, iters: int) -> tuple[float, np.ndarray]:
@@ -143,6 +163,7 @@ def main() -> None:
                         help="query heads of the MLA decode problems")
     parser.add_argument("--iters", type=int, default=5, help="timed launches per round")
     parser.add_argument("--rounds", type=int, default=6, help="alternating rounds")
+    parser.add_argument("--base", help="fp8: also time fp16 K/V built from this git revision")
     args = parser.parse_args()
     args.seq = args.seq or (16384 if args.what == "fp8" else 4096)
     queue = open_queue(args.device)

@@ -40,11 +40,15 @@ sycl::vec<std::uint16_t, W> half_bits(const e5m2 *p) {
 }
 template <int W>
 sycl::vec<std::uint16_t, W> half_bits(const e4m3 *p) {
-  using u8 = sycl::vec<std::uint8_t, W>;
-  using u16 = sycl::vec<std::uint16_t, W>;
-  const u16 b = reinterpret_cast<const u8 *>(p)->template convert<std::uint16_t>();
-  return ((b & u16(0x80)) << static_cast<std::uint16_t>(8)) |
-         ((b & u16(0x7F)) << static_cast<std::uint16_t>(7));
+  // Sign-extended to 16 bits and shifted by 7, the sign lands on bits 15 and 14 and exponent and
+  // mantissa on bits 7..13; clearing bit 14 leaves the fp16 pattern. Three vector operations
+  // (vpmovsxbw, vpsllw, vpand) where masking the sign and the rest apart took five, measured
+  // as the difference between e4m3 and e5m2 (one shift) decode times.
+  using s8 = sycl::vec<std::int8_t, W>;
+  using s16 = sycl::vec<std::int16_t, W>;
+  const s16 b = reinterpret_cast<const s8 *>(p)->template convert<std::int16_t>();
+  return ((b << static_cast<std::int16_t>(7)) & s16(static_cast<std::int16_t>(0xBFFF)))
+      .template as<sycl::vec<std::uint16_t, W>>();
 }
 
 // The K/V loader of the vector-lane mainloop for FP8 elements (Operands<KvVariant<...>>):

@@ -253,53 +253,70 @@ struct SdpaMainloop {
     }
   }
 
-  // S = Q . K block into p, with lanes spanning head dims (K read in place).
-  static void scores_direct(float (&p)[TM][BK], const float (&qs)[TM][D], const Slice &s,
-                            int key0) {
-    for (int j0 = 0; j0 < BK; j0 += KC) {
-      const KV *kr[KC];
+  // S = Q . K for keys key0 + j0 .. + KC of one slice into p, lanes spanning head dims (K read
+  // in place). Prefetches these keys' K rows STAGES blocks ahead, and their V rows too unless
+  // the P x V product prefetches V itself (kVAhead, see accumulate_pv). Always inlined: the
+  // one-head path then compiles to exactly the code it had before the key-major path existed
+  // (tests/kernels/test_kv_variant_isolation.py compares the SPIR-V).
+  template <bool kVAhead>
+  [[clang::always_inline]] static void scores_keys(float (&p)[TM][BK],
+                                                   const float (&qs)[TM][D], const Slice &s,
+                                                   int key0, int j0) {
+    const KV *kr[KC];
 #pragma unroll
-      for (int c = 0; c < KC; ++c) kr[c] = s.k_row(key0 + j0 + c);
-      if constexpr (STAGES > 0) {
-        // Keys STAGES blocks ahead, spread over the block rather than issued as one burst at
-        // its start (the staged path keeps the burst, split among the work-group's items).
+    for (int c = 0; c < KC; ++c) kr[c] = s.k_row(key0 + j0 + c);
+    if constexpr (STAGES > 0) {
+      // Keys STAGES blocks ahead, spread over the block rather than issued as one burst at
+      // its start (the staged path keeps the burst, split among the work-group's items).
 #pragma unroll
-        for (int c = 0; c < KC; ++c) prefetch_key(s, key0 + j0 + c + STAGES * BK);
+      for (int c = 0; c < KC; ++c) {
+        if constexpr (kVAhead) {
+          const int key = key0 + j0 + c + STAGES * BK;
+          if (key < s.g->kv_len) prefetch_lines(s.k_row(key), D * sizeof(KV));
+        } else {
+          prefetch_key(s, key0 + j0 + c + STAGES * BK);
+        }
       }
-      vec acc[TM][KC];
+    }
+    vec acc[TM][KC];
+#pragma unroll
+    for (int r = 0; r < TM; ++r)
+#pragma unroll
+      for (int c = 0; c < KC; ++c) acc[r][c] = vec(0.0f);
+    for (int d0 = 0; d0 < D; d0 += BD) {
+#pragma unroll
+      for (int dd = 0; dd < BD; dd += W) {
+        vec kv[KC];
+        vec qv[TM];
+#pragma unroll
+        for (int c = 0; c < KC; ++c) kv[c] = Load::load(kr[c] + d0 + dd);
+#pragma unroll
+        for (int r = 0; r < TM; ++r) qv[r] = Ops::load(&qs[r][d0 + dd]);
+        Ops::mma_dot(acc, qv, kv);
+      }
+    }
+    if constexpr ((TM * KC) % W == 0) {
+#pragma unroll
+      for (int g = 0; g < TM * KC; g += W) {
+        vec group[W];
+#pragma unroll
+        for (int i = 0; i < W; ++i) group[i] = acc[(g + i) / KC][(g + i) % KC];
+        const vec sums = Ops::reduce_sum_transposed(group);
+#pragma unroll
+        for (int i = 0; i < W; ++i) p[(g + i) / KC][j0 + (g + i) % KC] = sums[i];
+      }
+    } else {
 #pragma unroll
       for (int r = 0; r < TM; ++r)
 #pragma unroll
-        for (int c = 0; c < KC; ++c) acc[r][c] = vec(0.0f);
-      for (int d0 = 0; d0 < D; d0 += BD) {
-#pragma unroll
-        for (int dd = 0; dd < BD; dd += W) {
-          vec kv[KC];
-          vec qv[TM];
-#pragma unroll
-          for (int c = 0; c < KC; ++c) kv[c] = Load::load(kr[c] + d0 + dd);
-#pragma unroll
-          for (int r = 0; r < TM; ++r) qv[r] = Ops::load(&qs[r][d0 + dd]);
-          Ops::mma_dot(acc, qv, kv);
-        }
-      }
-      if constexpr ((TM * KC) % W == 0) {
-#pragma unroll
-        for (int g = 0; g < TM * KC; g += W) {
-          vec group[W];
-#pragma unroll
-          for (int i = 0; i < W; ++i) group[i] = acc[(g + i) / KC][(g + i) % KC];
-          const vec sums = Ops::reduce_sum_transposed(group);
-#pragma unroll
-          for (int i = 0; i < W; ++i) p[(g + i) / KC][j0 + (g + i) % KC] = sums[i];
-        }
-      } else {
-#pragma unroll
-        for (int r = 0; r < TM; ++r)
-#pragma unroll
-          for (int c = 0; c < KC; ++c) p[r][j0 + c] = Ops::reduce_sum(acc[r][c]);
-      }
+        for (int c = 0; c < KC; ++c) p[r][j0 + c] = Ops::reduce_sum(acc[r][c]);
     }
+  }
+
+  // S = Q . K block into p, with lanes spanning head dims (K read in place).
+  static void scores_direct(float (&p)[TM][BK], const float (&qs)[TM][D], const Slice &s,
+                            int key0) {
+    for (int j0 = 0; j0 < BK; j0 += KC) scores_keys<false>(p, qs, s, key0, j0);
   }
 
   // Sets S to -inf where key > last[r] (causal diagonal blocks and the kv tail): keys ascend,
@@ -342,6 +359,8 @@ struct SdpaMainloop {
   }
 
   // O[:, vv * BV : (vv + 1) * BV] = alpha * O + P x V, for each of the VTILES splits.
+  // kVAhead: prefetch the V lines each step reads STAGES blocks ahead (in place only).
+  template <bool kVAhead>
   static void accumulate_pv(State &st, const float (&alpha)[TM], const float (&p)[TM][BK],
                             const Slice &s, int key0, const float *vl) {
     // V rows read in place: their (clamped) addresses once per block, not once per split.
@@ -351,6 +370,22 @@ struct SdpaMainloop {
     }
 #pragma unroll 1
     for (int vv = 0; vv < VTILES; ++vv) {
+      if constexpr (kVAhead && STAGES > 0) {
+        // The lines of V this split reads, STAGES blocks ahead, before its accumulators are
+        // live (a prefetch is a call into the runtime that clobbers every vector register):
+        // spread over the P x V work as the K lines are over the scores, so memory is kept
+        // busy during both (V prefetched with K measured 10-20 % slower: bursts of
+        // prefetches stall on the core's outstanding misses while P x V issues none).
+        // A line is prefetched by the split whose columns start in it.
+        constexpr int kBytes = BV * sizeof(KV);
+        if ((vv * kBytes) % 64 < kBytes) {
+          for (int j = 0; j < BK; ++j) {
+            const int key = key0 + j + STAGES * BK;
+            if (key < s.g->kv_len)
+              prefetch_lines(s.v_row(key) + vv * BV, kBytes < 64 ? 64 : kBytes);
+          }
+        }
+      }
       vec acc[TM][NVV];
 #pragma unroll
       for (int r = 0; r < TM; ++r)
@@ -382,12 +417,15 @@ struct SdpaMainloop {
   // Processes K blocks [kb0, kb1) for rows row0 .. row0 + TM - 1 of HB slices (HB KV heads of
   // one batch, same geometry): block kb of every head before block kb + 1 of any, so with all
   // KV heads in one work-group K and V are read in memory order (the [kv_len, Hkv, D] layout
-  // puts one key's heads side by side) instead of one head's rows Hkv * D apart. Every
-  // work-item of the work-group must call this with the same kb0, kb1 (the staged path has
-  // barriers).
+  // puts one key's heads side by side) instead of one head's rows Hkv * D apart. With several
+  // heads read in place (kKeyMajor) the scores go further: KC keys of every head before the next
+  // KC keys of any, so K streams through in memory order, and V is prefetched by the P x V
+  // product. Every work-item of the work-group must call this with the same kb0, kb1 (the staged
+  // path has barriers).
   template <int HB>
   static void run(const Slice (&s)[HB], int row0, int t, int kb0, int kb1, float *local,
                   sycl::group<2> wg, State (&st)[HB]) {
+    constexpr bool kKeyMajor = HB > 1 && KV_STAGE == 0;
     const Geometry &g = *s[0].g;
     alignas(64) float qs[HB][TM][D];
     int last[TM];
@@ -413,6 +451,15 @@ struct SdpaMainloop {
     }
     for (int kb = kb0; kb < kb1; ++kb) {
       const int key0 = kb * BK;
+      alignas(64) float p[kKeyMajor ? HB : 1][TM][BK];  // S of every head (key-major only)
+      if constexpr (kKeyMajor) {
+        if (key0 <= last[TM - 1]) {
+#pragma unroll 1
+          for (int j0 = 0; j0 < BK; j0 += KC)
+#pragma unroll 1
+            for (int h = 0; h < HB; ++h) scores_keys<true>(p[h], qs[h], s[h], key0, j0);
+        }
+      }
 #pragma unroll 1
       for (int h = 0; h < HB; ++h) {
         const float *tile = local;
@@ -429,17 +476,24 @@ struct SdpaMainloop {
         // A block past all of this item's keys (causal: the work-group's diagonal beyond this
         // item's rows) only takes part in the staging above.
         if (key0 > last[TM - 1]) continue;
-        alignas(64) float p[TM][BK];
-        if constexpr (KV_STAGE) {
-          scores_staged(p, qs[h], tile);
-        } else {
-          scores_direct(p, qs[h], s[h], key0);
-        }
         // Rows ascend, so last[0] is the tightest limit: only diagonal and tail blocks mask.
-        if (key0 + BK - 1 > last[0]) mask(p, last, key0);
-        float alpha[TM];
-        softmax(p, st[h], alpha);
-        accumulate_pv(st[h], alpha, p, s[h], key0, tile + D * BK);
+        if constexpr (kKeyMajor) {
+          if (key0 + BK - 1 > last[0]) mask(p[h], last, key0);
+          float alpha[TM];
+          softmax(p[h], st[h], alpha);
+          accumulate_pv<true>(st[h], alpha, p[h], s[h], key0, nullptr);
+        } else {
+          alignas(64) float ph[TM][BK];
+          if constexpr (KV_STAGE) {
+            scores_staged(ph, qs[h], tile);
+          } else {
+            scores_direct(ph, qs[h], s[h], key0);
+          }
+          if (key0 + BK - 1 > last[0]) mask(ph, last, key0);
+          float alpha[TM];
+          softmax(ph, st[h], alpha);
+          accumulate_pv<false>(st[h], alpha, ph, s[h], key0, tile + D * BK);
+        }
       }
     }
   }

@@ -205,3 +205,24 @@ def test_xmx_latent_decode_splits_v_columns_where_o_would_fill_the_registers():
     assert "dv_splits" not in family.parameter_space(mha)
     # the matrix engine serves it on an Xe2 device, as it does MHA decode
     assert [f.name for f in families_for(latent_decode, b580)] == ["sdpa_xmx_decode"]
+
+
+@pytest.mark.parametrize("q_len", [1, 17], ids=["decode", "prefill"])
+@pytest.mark.parametrize("fp8", [ml_dtypes.float8_e4m3fn, ml_dtypes.float8_e5m2])
+def test_every_finite_fp8_bit_pattern_of_v_reads_as_its_value(cpu_queue, q_len, fp8):
+    # One key: its softmax weight is exactly 1, so every output row is V's row itself, and every
+    # finite FP8 value is exact in fp16 (O's type) and in the fp32 arithmetic between: the
+    # loaders' bit conversions (kernels/sdpa_fp8.hpp) are checked value for value, signs,
+    # subnormals and the largest values included. Two KV heads: the decode takes its
+    # several-heads path.
+    bits = np.arange(256, dtype=np.uint8)
+    finite = bits[np.isfinite(bits.view(fp8).astype(np.float32))]
+    row = np.zeros(256, dtype=np.uint8)
+    row[:finite.size] = finite
+    v = np.stack([row, row[::-1]])[None].view(fp8)  # [kv_len 1, heads_kv 2, 256]
+    k = np.ones((1, 2, 256), dtype=fp8)
+    q = np.ones((q_len, 4, 256), dtype=np.float16)
+    out = xe2tune.sdpa(q, k, v, config="default", device=cpu_queue)
+    # query heads 2h and 2h + 1 read KV head h, every query position the same row
+    expected = np.broadcast_to(np.repeat(v.astype(np.float32), 2, axis=1), out.shape)
+    np.testing.assert_array_equal(out.astype(np.float32), expected)
