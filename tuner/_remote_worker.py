@@ -165,11 +165,10 @@ class RemoteStudy:
                  caps: DeviceCaps, source_hash: str, device: DeviceRecord,
                  runner: TrialRunner, poster: ResultPoster, report: WorkerReport,
                  owner: str, seed: int | None, stale_after_s: float = STALE_S) -> None:
-        self.make_storage, self.family, self.problem, self.caps = (
-            make_storage, family, problem, caps)
-        self.device, self.source_hash, self.runner, self.poster, self.owner = (
-            device, source_hash, runner, poster, owner)
-        self.report, self.stale_after_s = report, stale_after_s
+        self.family, self.problem = family, problem
+        self.device, self.source_hash, self.runner, self.poster = (
+            device, source_hash, runner, poster)
+        self.stale_after_s = stale_after_s
         self.space = build_space(family, problem, caps)
         self.default = family.default_config(problem, caps)
         self.storage = make_storage()

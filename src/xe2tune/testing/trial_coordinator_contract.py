@@ -12,14 +12,17 @@ Every scenario a past commit mended is here:
 
 - dd79ae8: a trial killed between optuna's ask and its owner mark goes back at once when no
   other owner lives (after the grace while one does); one killed before any param was chosen
-  is requeued, not failed (``test_a_kill_between_ask_and_mark_...``).
+  is requeued, not failed, one killed while its params were chosen is failed
+  (``test_a_kill_between_ask_and_mark_...``, ``test_an_unmarked_trial_waits_the_grace_...``,
+  ``test_a_kill_while_params_are_chosen_...``).
 - 80453bb: recovery never requeues a trial another owner has just taken again
   (``test_a_stale_owner_coming_back_...``: the requeued trial's new owner keeps it).
 - 011b0a3: once the shared budget's patience is spent the study closes for every owner and
   the trial asked ahead is not run; an unmarked orphan left once every slot is spent goes back
   when the confirmation round is claimed (``test_patience_...``, ``test_an_orphan_...``).
 - e4cfe91, ea1982c: a gRPC worker killed with its trial in flight leaves it naming its owner
-  and the params chosen, and it is re-run with them (``test_a_kill_between_measure_and_tell``).
+  and the params chosen so far, and it is re-run with them
+  (``test_a_kill_between_measure_and_tell_...``, ``test_a_kill_while_params_are_chosen_...``).
 - 0c19689: reservations and slots raced for and taken over from dead owners
   (``xe2tune.testing.coordination_contract``, the SQL layer's own suite).
 """
@@ -230,21 +233,26 @@ def child_main() -> None:
     """An owner in a process of its own: ``python -c '...child_main()' WORLD_JSON STEP``.
 
     Steps: ``ask-unmarked`` (optuna's ask, or a storage pop, and nothing more: the window
-    between the ask and the owner mark), ``ask`` (a whole ask, then the measure that never
+    between the ask and the owner mark), ``ask-half`` (marked, one param of two chosen),
+    ``ask`` (a whole ask, then the measure that never
     ends), ``loop`` (the study loop, measuring until a SIGTERM stops it). It prints ``ready``
     once in its step and waits there to be killed.
     """
     world, step = World(**json.loads(sys.argv[1])), sys.argv[2]
-    if step == "ask-unmarked":
+    if step in ("ask-unmarked", "ask-half"):
         storage = optuna.storages.RDBStorage(world.url)
         study = optuna.load_study(study_name=world.study_name, storage=storage)
         if world.kind == "sql":
-            study.ask()  # RUNNING, no params, no owner yet
+            trial = study.ask()  # RUNNING, no params, no owner yet
         else:
             waiting = study.get_trials(states=(TrialState.WAITING,))[0]
-            storage.set_trial_state_values(storage.get_trial_id_from_study_id_trial_number(
-                storage.get_study_id_from_name(world.study_name), waiting.number),
-                TrialState.RUNNING)
+            trial_id = storage.get_trial_id_from_study_id_trial_number(
+                storage.get_study_id_from_name(world.study_name), waiting.number)
+            storage.set_trial_state_values(trial_id, TrialState.RUNNING)
+            trial = optuna.trial.Trial(study, trial_id)
+        if step == "ask-half":  # marked, and killed while its params are chosen one by one
+            trial.set_user_attr("xe2tune_owner", "killed")
+            trial.suggest_categorical("bq", SPACE.values["bq"])
         print("ready", flush=True)
         time.sleep(600)
     with world.owner() as coordinator:
@@ -338,6 +346,21 @@ class TrialCoordinatorContract:
                 assert a is not None
                 owner.tell(a, outcome(a, 1e-3))
         assert world.states() == {"COMPLETE": 2}
+
+    def test_a_kill_while_params_are_chosen_fails_no_config_and_keeps_the_chosen_ones(
+            self, url: str, kind: str) -> None:
+        world = World.create(kind, url, budget=1)
+        with child(world, "ask-half") as proc:
+            kill(proc)
+        with world.owner() as owner:
+            self._recovered(world, owner)
+            (half,) = world.trials()
+            if kind == "sql":  # its params name no config: failed, which the samplers ignore
+                assert half.state is TrialState.FAIL and list(half.params) == ["bq"]
+                return
+            assert half.state is TrialState.WAITING  # the budget's own trial: run again
+            rerun = owner.ask()
+            assert rerun is not None and rerun.trial.params["bq"] == half.params["bq"]
 
     def test_an_unmarked_trial_waits_the_grace_while_another_search_lives(
             self, url: str, kind: str) -> None:
