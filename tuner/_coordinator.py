@@ -111,7 +111,8 @@ class TrialCoordinator(Protocol):
 
     def tell(self, asked: AskedTrial, outcome: Outcome) -> None:
         """Finish the trial with ``outcome`` (COMPLETE with its objective, else FAIL) and settle
-        its slot; nothing when this owner no longer owns it.
+        its slot. When this owner no longer owns the trial nothing is told, and a slot it still
+        holds goes back unspent (the trial's new owner spends one).
 
         Raises:
             StoreError: the storage failed.

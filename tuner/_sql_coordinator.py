@@ -157,22 +157,22 @@ class SqlTrialCoordinator:
                 self.study_id, asked.digest, owner=self.owner, trial_number=asked.trial.number)
 
     def tell(self, asked: AskedTrial, outcome: Outcome) -> None:
-        if self._owns(asked):
-            value = tell_attrs(asked.trial, asked.digest, outcome)
-            if value is None:
-                self.study.tell(asked.trial, state=TrialState.FAIL, skip_if_finished=True)
-            else:
-                self.study.tell(asked.trial, value, skip_if_finished=True)
-            if self._gate is not None and asked.slot is not None:
-                self._gate.settle(asked.slot, asked.trial.number)
+        if not self._owns(asked):  # its slot, if still this owner's, goes back unspent
+            self._let_go(asked)
+            return
+        value = tell_attrs(asked.trial, asked.digest, outcome)
+        if value is None:
+            self.study.tell(asked.trial, state=TrialState.FAIL, skip_if_finished=True)
+        else:
+            self.study.tell(asked.trial, value, skip_if_finished=True)
+        if self._gate is not None and asked.slot is not None:
+            self._gate.settle(asked.slot, asked.trial.number)
         self._release(asked)
 
     def give_back(self, asked: AskedTrial) -> None:
         if self._owns(asked):
             self._requeue(asked.trial.number)
-            if self._gate is not None and asked.slot is not None:
-                self._gate.free(asked.slot)
-        self._release(asked)
+        self._let_go(asked)
 
     def patience_spent(self) -> bool:
         if self._gate is None:
@@ -209,6 +209,12 @@ class SqlTrialCoordinator:
     def _owns(self, asked: AskedTrial) -> bool:
         now = self._storage.get_trial(self._trial_id(asked.trial.number))
         return still_owned(now, asked, self.owner)
+
+    def _let_go(self, asked: AskedTrial) -> None:
+        """Free the trial's slot (nothing when another owner took it over) and its config."""
+        if self._gate is not None and asked.slot is not None:
+            self._gate.free(asked.slot)
+        self._release(asked)
 
     def _release(self, asked: AskedTrial) -> None:
         if asked.holder is None:
