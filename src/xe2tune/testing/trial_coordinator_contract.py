@@ -452,11 +452,13 @@ class TrialCoordinatorContract:
 
     def test_a_stale_owner_coming_back_changes_nothing(self, url: str, kind: str) -> None:
         world = World.create(kind, url, budget=1)
-        with world.owner(ttl_s=0.5, heartbeat_s=3600, stale_after_s=0.5) as stale:
+        # It never beats after its first: its lease lapses after ``ttl_s`` (long enough for its
+        # ask on a loaded machine), its trial's heartbeat after the other's ``STALE_S``.
+        with world.owner(ttl_s=5.0, heartbeat_s=3600) as stale:
             asked = stale.ask()
             assert asked is not None
             with world.owner() as other:
-                time.sleep(1.0)  # the stale owner's lease lapsed, its heartbeat went silent
+                time.sleep(5.5)
                 self._recovered(world, other)
                 taken = other.ask()
                 assert taken is not None and taken.trial.number == asked.trial.number
