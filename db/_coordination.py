@@ -3,8 +3,8 @@ results database (leases, config reservations, campaign workers and budget slots
 
 It is not results: ``ResultStore`` never sees it, and none of its writes bumps
 ``data_version`` (readers would refresh on every heartbeat). The tuner's SQL coordinator
-(``tuner/_lease.py``, ``_trials.py``, ``_campaign.py``) is its only writer; ``campaign status``
-reads it through ``CampaignStore.status``.
+(``tuner/_sql_coordinator.py``, ``_lease.py``, ``_campaign.py``) is its only writer;
+``campaign status`` reads it through ``CampaignStore.status``.
 """
 
 from __future__ import annotations

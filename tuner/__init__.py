@@ -38,7 +38,9 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from xe2tune.tuner._budget import TuneBudget
+from xe2tune.tuner._campaign import SlotGate
 from xe2tune.tuner._confirm import ConfirmSettings
+from xe2tune.tuner._coordinator import AskedTrial, TrialCoordinator
 from xe2tune.tuner._evaluate import (
     FRACTIONS,
     Baselines,
@@ -50,6 +52,7 @@ from xe2tune.tuner._evaluate import (
     score_run,
 )
 from xe2tune.tuner._finite_sampler import FiniteSpaceSampler, History, SpaceExhaustedError
+from xe2tune.tuner._lease import SearchLease
 from xe2tune.tuner._methodology import (
     NoRecordedTimeError,
     RunTrace,
@@ -61,6 +64,7 @@ from xe2tune.tuner._methodology import (
     trial_seconds,
 )
 from xe2tune.tuner._problems import ProblemOverrides, default_problems
+from xe2tune.tuner._progress import Outcome, StudyProgress
 from xe2tune.tuner._remote_worker import (
     MIN_STALE_S,
     STALE_S,
@@ -87,7 +91,9 @@ from xe2tune.tuner._score import (
 )
 from xe2tune.tuner._search import SearchPlan, run_search
 from xe2tune.tuner._space import EmptySpaceError, FiniteSpace
-from xe2tune.tuner._study import Outcome, StudyProgress
+from xe2tune.tuner._sql_coordinator import SqlTrialCoordinator
+from xe2tune.tuner._storage_coordinator import StorageTrialCoordinator
+from xe2tune.tuner._study_loop import TrialLoop, TrialRecorder
 from xe2tune.tuner._trial_runner import (
     InProcessTrialRunner,
     PhaseMark,
@@ -127,6 +133,14 @@ __all__ = [
     "run_remote_worker",
     "run_worker",
     "unfit_reason",
+    "AskedTrial",
+    "SearchLease",
+    "SlotGate",
+    "SqlTrialCoordinator",
+    "StorageTrialCoordinator",
+    "TrialCoordinator",
+    "TrialLoop",
+    "TrialRecorder",
     "Baselines",
     "FRACTIONS",
     "SAMPLER_NAMES",

@@ -9,29 +9,9 @@ requeued by the next worker's recovery and re-run in that slot.
 
 from __future__ import annotations
 
-import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 
-from optuna.trial import FrozenTrial, TrialState
-
 from xe2tune.db import CampaignRecord, SqlCoordination
-
-PATIENCE_CLOSED = "patience"
-SPACE_CLOSED = "every valid config tried"
-
-
-def patience_spent(trials: Sequence[FrozenTrial], patience: int | None) -> bool:
-    """True when the last ``patience`` finished trials, in trial order, improved nothing."""
-    if patience is None:
-        return False
-    best, since = math.inf, 0
-    for t in sorted(trials, key=lambda t: t.number):
-        if t.state is TrialState.COMPLETE and t.value is not None and t.value < best:
-            best, since = t.value, 0
-        elif t.state in (TrialState.COMPLETE, TrialState.FAIL):
-            since += 1
-    return since >= patience
 
 
 @dataclass(frozen=True)

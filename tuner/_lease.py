@@ -63,20 +63,22 @@ class SearchLease:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
-    def _renew(self) -> None:
+    def beat(self) -> None:
+        """Renew the lease (the heartbeat thread does, every ``heartbeat_s``)."""
         self.coordination.hold_lease(LeaseRecord(owner=self.owner, host=self.host, pid=self.pid,
                                           expires_at=_now() + self._ttl))
 
-    def _beat(self) -> None:
+    def _beat_until_stopped(self) -> None:
         while not self._stop.wait(self._heartbeat_s):
             try:
-                self._renew()
+                self.beat()
             except StoreError:
                 continue  # a locked database: the next beat retries well within the ttl
 
     def __enter__(self) -> SearchLease:
-        self._renew()
-        self._thread = threading.Thread(target=self._beat, name="xe2tune-lease", daemon=True)
+        self.beat()
+        self._thread = threading.Thread(target=self._beat_until_stopped, name="xe2tune-lease",
+                                        daemon=True)
         self._thread.start()
         return self
 

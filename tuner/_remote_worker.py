@@ -4,17 +4,14 @@ The studies are reached through optuna's gRPC storage proxy (optuna's ``GrpcStor
 over TLS with a token on every call, tuner/_grpc_client.py; the server side is optuna's servicer
 behind a token gate in ``xe2tune serve --grpc-port``), the measurements go to the API's
 token-protected ``POST /v1/results``. Everything the worker
-coordinates with others lives in the optuna study itself:
+coordinates with others lives in the optuna study itself; its trials are run by the one study
+loop through the optuna-storage coordinator (``_storage_coordinator.py``: a heartbeat attribute
+per trial, the study's WAITING trials as its budget). Beyond that:
 
 - the campaign's definition is the user attribute of the study ``xe2tune campaign N``;
-- a device's study of a problem has the same name as a database worker's, and its budget is its
-  trials: the worker whose ``create_new_study`` succeeded enqueues exactly ``trials`` WAITING
-  trials (the default config first, the rest empty for the sampler to fill), and every worker
-  only ever pops a WAITING trial (optuna's WAITING -> RUNNING switch is atomic), never creates
-  one, so the budget is spent exactly;
-- a worker marks the trial it runs with a heartbeat user attribute; a RUNNING trial whose
-  heartbeat is older than ``stale_after_s`` (its worker died) goes back to WAITING with its params
-  and is re-run by whoever pops it next;
+- a device's study of a problem has the same name as a database worker's; the worker whose
+  ``create_new_study`` succeeded enqueues exactly ``trials`` WAITING trials (the default config
+  first, the rest empty for the sampler to fill);
 - a worker reports itself (host, device, last heartbeat, trials told) and its studies in user
   attributes of the campaign's study, which ``campaign status`` reads from the database;
 - a study is marked as counted by gRPC workers: a database worker (which counts budgets in the
@@ -30,8 +27,9 @@ worker on an identical device confirms.
 
 from __future__ import annotations
 
+import functools
 import ssl
-import threading
+import sys
 import time
 import urllib.error
 import urllib.request
@@ -41,13 +39,11 @@ from datetime import datetime
 import optuna
 from optuna.exceptions import DuplicatedStudyError
 from optuna.study import StudyDirection
-from optuna.trial import TrialState
 
 from xe2tune.db import (
     BUDGET_ATTR,
     CAMPAIGN_ATTR,
     CAMPAIGN_STUDY,
-    CLOSED_ATTR,
     COUNTED_BY_ATTR,
     STUDY_ATTR,
     WORKER_ATTR,
@@ -58,16 +54,17 @@ from xe2tune.db import (
     mixing_error,
 )
 from xe2tune.errors import StoreError, TrialAbandoned
-from xe2tune.harness import MeasureRequest, TrialStatus
+from xe2tune.harness import MeasureRequest, TrialResult
 from xe2tune.kernels import DeviceCaps, KernelFamily, ProblemSpec
-from xe2tune.tuner._campaign import PATIENCE_CLOSED, patience_spent
+from xe2tune.tuner._coordinator import AskedTrial
 from xe2tune.tuner._lease import HEARTBEAT_S, LEASE_TTL_S
+from xe2tune.tuner._progress import Outcome, StudyProgress
 from xe2tune.tuner._samplers import make_sampler
+from xe2tune.tuner._storage_coordinator import StorageTrialCoordinator
 from xe2tune.tuner._study import StudyIds, build_space, study_name
+from xe2tune.tuner._study_loop import TrialLoop
 from xe2tune.tuner._trial_runner import TrialRunner
-from xe2tune.tuner._trials import OWNER_ATTR
 
-HEARTBEAT_ATTR = "xe2tune_heartbeat"  # epoch seconds, renewed while the trial runs
 STALE_S = LEASE_TTL_S  # default: a trial silent this long lost its worker
 MIN_STALE_S = 3 * HEARTBEAT_S  # shorter would requeue live trials whose beat is merely late
 POLL_S = 2.0
@@ -160,40 +157,6 @@ class WorkerReport:
         (storage or self._storage).set_study_user_attr(self._study_id, self._key, about)
 
 
-class _Heartbeat:
-    """Renews a trial's heartbeat attribute (and the worker's report) on a thread, through a
-    storage of its own."""
-
-    def __init__(self, make_storage: Callable[[], optuna.storages.BaseStorage],
-                 trial_id: int, report: WorkerReport) -> None:
-        self._storage = make_storage()
-        self._trial_id = trial_id
-        self._report = report
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._beat, name="xe2tune-heartbeat",
-                                        daemon=True)
-
-    def __enter__(self) -> _Heartbeat:
-        self._storage.set_trial_user_attr(self._trial_id, HEARTBEAT_ATTR, time.time())
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._stop.set()
-        self._thread.join()
-        close = getattr(self._storage, "close", None)  # a GrpcStorageProxy holds a channel
-        if close is not None:
-            close()
-
-    def _beat(self) -> None:
-        while not self._stop.wait(HEARTBEAT_S):
-            try:
-                self._storage.set_trial_user_attr(self._trial_id, HEARTBEAT_ATTR, time.time())
-                self._report.beat(self._storage)
-            except Exception:  # noqa: BLE001  (a missed beat is retried; stale is 3+ beats)
-                continue
-
-
 class RemoteStudy:
     """One device's study of a campaign problem, reached through an optuna storage proxy."""
 
@@ -202,19 +165,21 @@ class RemoteStudy:
                  caps: DeviceCaps, source_hash: str, device: DeviceRecord,
                  runner: TrialRunner, poster: ResultPoster, report: WorkerReport,
                  owner: str, seed: int | None, stale_after_s: float = STALE_S) -> None:
-        self.make_storage, self.family, self.problem, self.caps = (
-            make_storage, family, problem, caps)
-        self.device, self.source_hash, self.runner, self.poster, self.owner = (
-            device, source_hash, runner, poster, owner)
-        self.report, self.stale_after_s = report, stale_after_s
-        self.patience = campaign.patience
+        self.family, self.problem = family, problem
+        self.device, self.source_hash, self.runner, self.poster = (
+            device, source_hash, runner, poster)
+        self.stale_after_s = stale_after_s
         self.space = build_space(family, problem, caps)
         self.default = family.default_config(problem, caps)
         self.storage = make_storage()
         name = study_name(StudyIds(0, caps.name, 0, source_hash, device.driver,
                                    device.compute_units), family, problem)
         self.study = self._open(name, campaign, seed)
-        self._study_id = self.storage.get_study_id_from_name(name)
+        self.coordinator = StorageTrialCoordinator(
+            study=self.study, storage=self.storage, make_storage=make_storage, owner=owner,
+            space=self.space, config_of=functools.partial(family.config_from_params, problem),
+            patience=campaign.patience, stale_after_s=stale_after_s, report=report)
+        self.measured = 0  # trials this worker measured and told in the study
 
     def _open(self, name: str, campaign: CampaignRecord, seed: int | None) -> optuna.Study:
         try:
@@ -251,79 +216,41 @@ class RemoteStudy:
 
     def finished(self) -> bool:
         """Every trial of the budget is told, or the study closed early."""
-        return self._closed() or all(t.state in (TrialState.COMPLETE, TrialState.FAIL)
-                                     for t in self.study.get_trials(deepcopy=False))
+        return self.coordinator.finished()
 
-    def _closed(self) -> bool:
-        """The study closed early (now, if the campaign's patience is spent)."""
-        if CLOSED_ATTR in self.storage.get_study_user_attrs(self._study_id):
-            return True
-        if patience_spent(self.study.get_trials(deepcopy=False), self.patience):
-            self.storage.set_study_user_attr(self._study_id, CLOSED_ATTR, PATIENCE_CLOSED)
-            return True
-        return False
-
-    def _trial_id(self, number: int) -> int:
-        return self.storage.get_trial_id_from_study_id_trial_number(self._study_id, number)
-
-    def _requeue_stale(self) -> None:
-        """RUNNING trials whose worker stopped beating go back to WAITING, params kept."""
-        now = time.time()
-        for t in self.study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)):
-            beat = t.user_attrs.get(HEARTBEAT_ATTR)
-            started = t.datetime_start.timestamp() if t.datetime_start else now
-            if now - (beat if isinstance(beat, float) else started) > self.stale_after_s:
-                self.storage.set_trial_state_values(self._trial_id(t.number), TrialState.WAITING)
-
-    def _pop(self) -> tuple[optuna.trial.Trial, int] | None:
-        """A WAITING trial switched to RUNNING by this worker (the switch is atomic), and its
-        storage id."""
-        for t in self.study.get_trials(deepcopy=False, states=(TrialState.WAITING,)):
-            trial_id = self._trial_id(t.number)
-            if self.storage.set_trial_state_values(trial_id, TrialState.RUNNING):
-                return optuna.trial.Trial(self.study, trial_id), trial_id
+    def stored_outcome(self, asked: AskedTrial) -> Outcome | None:
+        """None: each trial of the budget is its own config, measured by its popper."""
         return None
 
-    def step(self) -> bool:
-        """Run one trial of the budget; False when none is waiting or the study closed.
+    def save(self, asked: AskedTrial, result: TrialResult) -> None:
+        """Store the measurement through the API (idempotent)."""
+        self.poster.post(ResultSubmission.from_result(
+            result, device=self.device, family=self.family.name,
+            source_hash=self.source_hash, problem=self.problem,
+            is_default=asked.config == self.default))
+
+    def run(self, should_stop: Callable[[], bool]) -> None:
+        """Run the study's waiting trials until none waits, the study closes or a stop; the
+        trials measured add up in ``measured``.
 
         Raises:
             TrialAbandoned: a stop.
             StoreError: the API refused the result.
             DeviceProcessError: the runner failed.
-            In every case the trial went back to WAITING first.
+            In every case the trials held went back to WAITING first.
         """
-        self._requeue_stale()
-        if self._closed():
-            return False
-        popped = self._pop()
-        if popped is None:
-            return False
-        trial, trial_id = popped
-        trial.set_user_attr(OWNER_ATTR, self.owner)
+        progress = StudyProgress(problem=self.problem, space_size=len(self.space),
+                                 cartesian_size=self.space.cartesian_size, trial_index=0,
+                                 trials_budget=0)
+        loop = TrialLoop(self.coordinator, self, self.runner,
+                         functools.partial(MeasureRequest, self.family, self.problem),
+                         self.default)
         try:
-            with _Heartbeat(self.make_storage, trial_id, self.report):
-                params = {name: trial.suggest_categorical(name, d.choices)
-                          for name, d in self.space.distributions().items()}
-                config = self.family.config_from_params(self.problem, params)
-                result = self.runner.measure(MeasureRequest(self.family, self.problem, config))
-                self.poster.post(ResultSubmission.from_result(
-                    result, device=self.device, family=self.family.name,
-                    source_hash=self.source_hash, problem=self.problem,
-                    is_default=config == self.default))
-        except BaseException:  # a stop, a refused POST, a failed runner: back to the queue
-            self.storage.set_trial_state_values(trial_id, TrialState.WAITING)
-            raise
-        trial.set_user_attr("config_hash", result.config_hash)
-        trial.set_user_attr("status", result.status.value)
-        ok = result.status is TrialStatus.OK and result.timing is not None
-        if ok:
-            self.study.tell(trial, result.timing.median)
-        else:
-            trial.set_user_attr("error", (result.error or "")[:500])
-            self.study.tell(trial, state=TrialState.FAIL)
-        self.report.beat(told=1)
-        return True
+            with self.coordinator.heartbeat():
+                loop.run(progress, sys.maxsize, patience=None, deadline=None,
+                         observe=lambda _: None, should_stop=should_stop)
+        finally:
+            self.measured += progress.measured
 
 
 def run_remote_worker(studies: list[RemoteStudy], report: WorkerReport, *,
@@ -343,12 +270,10 @@ def run_remote_worker(studies: list[RemoteStudy], report: WorkerReport, *,
         StoreError: the proxy or the API failed.
         DeviceProcessError: the runner failed.
     """
-    ran = 0
     try:
         while not should_stop():
             for study in studies:
-                while not should_stop() and study.step():
-                    ran += 1
+                study.run(should_stop)
             if not follow and all(s.finished() for s in studies):
                 break
             report.beat()
@@ -358,5 +283,5 @@ def run_remote_worker(studies: list[RemoteStudy], report: WorkerReport, *,
     except TrialAbandoned:
         pass
     report.beat(finished=True)  # a worker that failed instead just stops beating
-    return ran
+    return sum(study.measured for study in studies)
 

@@ -13,7 +13,8 @@ from xe2tune.kernels import ProblemSpec, family_source_hash, search_family
 from xe2tune.tuner._budget import TuneBudget
 from xe2tune.tuner._confirm import ConfirmSettings
 from xe2tune.tuner._lease import SearchLease
-from xe2tune.tuner._study import Observer, StudyIds, StudyProgress, StudyRun
+from xe2tune.tuner._progress import Observer, StudyProgress
+from xe2tune.tuner._study import StudyIds, StudyRun
 from xe2tune.tuner._trial_runner import TrialRunner
 
 

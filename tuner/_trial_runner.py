@@ -40,6 +40,8 @@ class TrialRunner(Protocol):
     another thread. Returned TrialResults are owned by the caller.
     """
 
+    prebuild_depth: int  # how many trials the study loop keeps asked and prebuilt ahead
+
     def prebuild(self, request: MeasureRequest) -> None:
         """Start compiling ``request``'s config in the background, or do nothing.
 
@@ -94,6 +96,8 @@ class InProcessTrialRunner:
     :meth:`abandon` cannot interrupt a build or a launch in this process: the pending call
     raises TrialAbandoned when its current step returns. No time limits apply.
     """
+
+    prebuild_depth = 1  # one build thread: a second prebuild would wait behind the first
 
     def __init__(self, runner: ConfigRunner) -> None:
         self._runner = runner
@@ -176,6 +180,8 @@ class SupervisedTrialRunner:
     ``timeline`` keeps the latest steps the device processes reported, ``startups`` the seconds
     each device process took to become ready.
     """
+
+    prebuild_depth = 1
 
     def __init__(self, spec: DeviceProcessSpec, limits: TrialLimits | None = None) -> None:
         self.spec = spec

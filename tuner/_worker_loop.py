@@ -33,7 +33,8 @@ from xe2tune.tuner._budget import TuneBudget
 from xe2tune.tuner._campaign import SlotGate
 from xe2tune.tuner._confirm import ConfirmSettings
 from xe2tune.tuner._lease import SearchLease
-from xe2tune.tuner._study import Observer, StudyIds, StudyProgress, StudyRun, study_name
+from xe2tune.tuner._progress import Observer, StudyProgress
+from xe2tune.tuner._study import StudyIds, StudyRun, study_name
 from xe2tune.tuner._trial_runner import TrialRunner
 
 POLL_S = 2.0  # how often a worker with nothing to claim looks again
@@ -161,9 +162,10 @@ def _open_study(campaign: CampaignRecord, problem: ProblemSpec, *, store: Result
                    lease=lease)
     if counted_by(run.study) is None:
         run.study.set_user_attr(COUNTED_BY_ATTR, "database")
-    # The gate needs the study's id, which the run finds or creates as it opens.
-    run.gate = SlotGate(lease.coordination, campaign,
-                        campaigns.link_study(campaign.id, run.record.id), lease.owner)
+    # The budget's slots hang off the study's id, which the run finds or creates as it opens.
+    run.coordinator.count_budget(SlotGate(
+        lease.coordination, campaign, campaigns.link_study(campaign.id, run.record.id),
+        lease.owner))
     return run
 
 

@@ -40,7 +40,7 @@ from xe2tune.kernels import (
     get_family,
     search_family,
 )
-from xe2tune.testing import ok_result, prefill, tune
+from xe2tune.testing import ok_result, tune
 from xe2tune.tuner._lease import SearchLease, pid_running
 from xe2tune.tuner._study import StudyIds, study_name
 
@@ -308,7 +308,8 @@ def test_an_out_of_grid_best_of_a_neighbour_is_skipped_with_one_warning(
     assert report["problems"][0]["measured"] == 1
 
 
-# -- leases (the reservations' contract: tests/db/test_coordination.py) ---------------------------
+# -- leases (the reservations' contract: tests/db/test_coordination.py; the trials' kills and
+# races: tests/tuner/test_trial_coordination.py) -------------------------------------------------
 
 
 def test_a_killed_search_on_this_host_is_dead_at_once(tmp_path):
@@ -330,37 +331,4 @@ def test_a_killed_search_on_this_host_is_dead_at_once(tmp_path):
     finally:
         child.kill()
         child.wait()
-        store.close()
-
-
-def test_a_trial_killed_between_ask_and_mark_is_requeued_when_no_other_search_lives(tmp_path):
-    # The window kill -9 can hit: optuna's ask made the trial RUNNING, the owner mark never came.
-    from xe2tune.tuner._trials import TrialBook
-
-    url = f"sqlite:///{tmp_path / 'l.db'}"
-    store = open_store(url)
-    study_id = tune(store, prefill(512), [])
-    storage = optuna.storages.RDBStorage(url)
-    study = optuna.create_study(study_name="unmarked", storage=storage)
-    coordination = SqlCoordination(store)
-    other = subprocess.Popen(["sleep", "30"])
-    try:
-        with SearchLease(coordination, heartbeat_s=0.1) as lease:
-            book = TrialBook(study, storage, lease)
-            orphan = study.ask()  # RUNNING, no params, no owner
-            later = datetime.now(timezone.utc) + timedelta(minutes=1)
-            coordination.hold_lease(LeaseRecord(owner="alive", host=lease.host, pid=other.pid,
-                                                expires_at=later))
-            # another search lives: it may be between its ask and its mark, so wait the grace
-            assert book.recover(study_id, lambda params: None) == 0
-            assert study.get_trials()[orphan.number].state.name == "RUNNING"
-            coordination.release_leases(["alive"])
-            assert book.recover(study_id, lambda params: None) == 1
-            assert study.get_trials()[orphan.number].state.name == "WAITING"
-            assert study.ask().number == orphan.number  # the next ask samples it
-    finally:
-        other.kill()
-        other.wait()
-        storage.remove_session()
-        storage.engine.dispose()
         store.close()
