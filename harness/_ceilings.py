@@ -8,6 +8,7 @@ slowed by another process may lower it (kernels are still ranked by their median
 from __future__ import annotations
 
 import ctypes
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import dpctl
@@ -15,7 +16,7 @@ import dpctl.memory as dpm
 
 from xe2tune.harness._bench import BenchSettings, BufferRotation, bench
 from xe2tune.harness._peaks import DevicePeaks
-from xe2tune.kernels import build_program
+from xe2tune.kernels import BuiltProgram, build_program
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,7 @@ FMA_VARIANTS = (
 COPY_BYTES = 64 << 20
 COPY_VEC = 8
 COPY_SHAPES = ((2048, 64), (1 << 20, 256))
+BUILD_THREADS = 2  # the microkernels' builds at once, before any of them is timed
 
 
 @dataclass(frozen=True)
@@ -70,17 +72,39 @@ class Ceilings:
         )
 
 
+def _fma_variants(queue: dpctl.SyclQueue) -> list[FmaVariant]:
+    return [v for v in FMA_VARIANTS if queue.sycl_device.is_gpu or not v.gpu_only]
+
+
+def _build_fma(queue: dpctl.SyclQueue, half: bool, v: FmaVariant) -> BuiltProgram:
+    return build_program(queue, "ceiling_fma.cpp", ["xe2t_ceiling_fma"],
+                         {"HALF": int(half), "VEC": v.vec, "CHAINS": v.chains, "ITERS": v.iters})
+
+
+def _build_copy(queue: dpctl.SyclQueue) -> BuiltProgram:
+    return build_program(queue, "ceiling_copy.cpp", ["xe2t_ceiling_copy"], {"VEC": COPY_VEC})
+
+
+def build_microkernels(queue: dpctl.SyclQueue, threads: int = BUILD_THREADS) -> None:
+    """Compile every microkernel of the ceilings, ``threads`` at a time; nothing is timed
+    meanwhile (the ceilings time them afterwards, from the in-process cache).
+
+    Raises:
+        KernelCompileError: if a microkernel fails to build on this device.
+    """
+    with ThreadPoolExecutor(max(1, threads), "xe2tune-ceiling-build") as pool:
+        builds = [pool.submit(_build_fma, queue, half, v)
+                  for half in (False, True) for v in _fma_variants(queue)]
+        builds.append(pool.submit(_build_copy, queue))
+        for build in builds:
+            build.result()
+
+
 def _fma_flops(queue: dpctl.SyclQueue, half: bool, settings: BenchSettings) -> float:
     best = 0.0
-    for v in FMA_VARIANTS:
-        if v.gpu_only and not queue.sycl_device.is_gpu:
-            continue
+    for v in _fma_variants(queue):
         iters = v.iters
-        built = build_program(
-            queue, "ceiling_fma.cpp", ["xe2t_ceiling_fma"],
-            {"HALF": int(half), "VEC": v.vec, "CHAINS": v.chains, "ITERS": iters},
-        )
-        kernel = built.kernels["xe2t_ceiling_fma"]
+        kernel = _build_fma(queue, half, v).kernels["xe2t_ceiling_fma"]
         seed = ctypes.c_uint16(0x3C00) if half else ctypes.c_float(1.0)
         rotation = BufferRotation(
             lambda _i, n=v.global_size: dpm.MemoryUSMDevice(n * 4, queue=queue),
@@ -109,8 +133,7 @@ def measure_copy_bandwidth(queue: dpctl.SyclQueue, settings: BenchSettings,
                            llc_bytes: int = 0) -> float:
     """Bytes read + written per second by the streaming copy, best over its launch shapes,
     over buffer sets spanning at least twice ``llc_bytes``."""
-    built = build_program(queue, "ceiling_copy.cpp", ["xe2t_ceiling_copy"], {"VEC": COPY_VEC})
-    kernel = built.kernels["xe2t_ceiling_copy"]
+    kernel = _build_copy(queue).kernels["xe2t_ceiling_copy"]
     n_vec = COPY_BYTES // 4 // COPY_VEC
 
     def allocate(_i: int) -> tuple[dpm.MemoryUSMDevice, dpm.MemoryUSMDevice]:
@@ -135,11 +158,14 @@ def measure_ceilings(queue: dpctl.SyclQueue, settings: BenchSettings | None = No
                      llc_bytes: int = 0) -> Ceilings:
     """Run both microkernels on the queue's device (the copy over sets spanning at least twice
     ``llc_bytes``), CEILING_PASSES times each, interleaved; the best pass of each is the ceiling.
+    Every microkernel is built first (:func:`build_microkernels`), so no build runs beside a
+    timing.
 
     Raises:
         KernelCompileError: if a microkernel fails to build on this device.
     """
     settings = settings or CEILING_SETTINGS
+    build_microkernels(queue)
     fp32 = fp16 = copy = 0.0
     for _ in range(CEILING_PASSES):
         fp32 = max(fp32, _fma_flops(queue, False, settings))

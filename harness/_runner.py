@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import dpctl
@@ -184,7 +184,7 @@ class ConfigRunner:
             return verified
         try:
             with self._timing(request):
-                timing, bench_s = self._time(verified)
+                timing, bench_s = self._time(verified, self.settings)
         except (LaunchResourceError, BenchTimeout) as exc:
             return verified.failed(_failure_status(exc), str(exc))
         return self._ok(request, verified, timing, bench_s, {})
@@ -193,9 +193,11 @@ class ConfigRunner:
         """Build and verify each config once, then time them side by side in ``rounds`` rounds.
 
         Round r times every config once, in request order for even r and reversed for odd r,
-        so drift of the device over the rounds hits every config alike. Each OK result's timing
-        pools the samples of all its rounds; ``extra["compare"]`` holds the per-round medians
-        and the round count. One result per request, in request order; a config failing in
+        so drift of the device over the rounds hits every config alike. The rounds share one
+        timing's budget (each round gets ``time_budget_s / rounds``), so a comparison costs
+        about one measurement per config, however many rounds. Each OK result's timing pools
+        the samples of all its rounds; ``extra["compare"]`` holds the per-round medians and the
+        round count. One result per request, in request order; a config failing in
         any round gets that failure and is not timed again.
 
         Raises:
@@ -213,6 +215,7 @@ class ConfigRunner:
             else:
                 verified[i] = outcome
         timings: dict[int, list[TimingStats]] = {i: [] for i in verified}
+        per_round = replace(self.settings, time_budget_s=self.settings.time_budget_s / rounds)
         bench_s = dict.fromkeys(verified, 0.0)
         with self._timing(*(requests[i] for i in verified)):  # builds wait for every round
             for r in range(rounds):
@@ -220,7 +223,7 @@ class ConfigRunner:
                     if results[i] is not None:
                         continue
                     try:
-                        timing, seconds = self._time(verified[i])
+                        timing, seconds = self._time(verified[i], per_round)
                     except (LaunchResourceError, BenchTimeout) as exc:
                         results[i] = verified[i].failed(_failure_status(exc), str(exc))
                         continue
@@ -286,13 +289,13 @@ class ConfigRunner:
         first = requests[0].config.config_hash()
         return self.gate.timing(lambda: self.hooks.phase("wait", first))
 
-    def _time(self, v: _Verified) -> tuple[TimingStats, float]:
+    def _time(self, v: _Verified, settings: BenchSettings) -> tuple[TimingStats, float]:
         """One timing of a verified config: its statistics and the wall seconds it took."""
         config_hash = v.base["config"].config_hash()
         self.hooks.phase("time", config_hash)
         v.rotation.warn_if_cache_resident(self.llc_bytes)
         started = time.perf_counter()
-        timing = bench(v.executor.launch, v.rotation, self.settings)
+        timing = bench(v.executor.launch, v.rotation, settings)
         seconds = time.perf_counter() - started
         self.hooks.phase("timed", config_hash)
         return timing, seconds
