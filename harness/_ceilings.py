@@ -21,7 +21,8 @@ from xe2tune.kernels import BuiltProgram, build_program
 
 @dataclass(frozen=True)
 class FmaVariant:
-    """One launch shape of the FMA microkernel."""
+    """One launch shape of the FMA microkernel (``kernels/ceiling_fma.cpp`` has a kernel of
+    each shape's vec, chains and iters per compute type)."""
 
     vec: int
     chains: int
@@ -29,6 +30,10 @@ class FmaVariant:
     local_size: int
     iters: int
     gpu_only: bool = False  # a million scalar work-items: minutes of fp16 emulation on a CPU
+
+    def kernel_name(self, half: bool) -> str:
+        return (f"xe2t_ceiling_fma_{'fp16' if half else 'fp32'}_v{self.vec}_c{self.chains}"
+                f"_i{self.iters}")
 
 
 # With the CPU runtime's implicit vectorizer off (config.py), explicit vectors carry the SIMD
@@ -76,9 +81,10 @@ def _fma_variants(queue: dpctl.SyclQueue) -> list[FmaVariant]:
     return [v for v in FMA_VARIANTS if queue.sycl_device.is_gpu or not v.gpu_only]
 
 
-def _build_fma(queue: dpctl.SyclQueue, half: bool, v: FmaVariant) -> BuiltProgram:
-    return build_program(queue, "ceiling_fma.cpp", ["xe2t_ceiling_fma"],
-                         {"HALF": int(half), "VEC": v.vec, "CHAINS": v.chains, "ITERS": v.iters})
+def _build_fma(queue: dpctl.SyclQueue) -> BuiltProgram:
+    """Every FMA shape of the device in both compute types: one program."""
+    names = [v.kernel_name(half) for half in (False, True) for v in _fma_variants(queue)]
+    return build_program(queue, "ceiling_fma.cpp", names, {})
 
 
 def _build_copy(queue: dpctl.SyclQueue) -> BuiltProgram:
@@ -86,17 +92,14 @@ def _build_copy(queue: dpctl.SyclQueue) -> BuiltProgram:
 
 
 def build_microkernels(queue: dpctl.SyclQueue, threads: int = BUILD_THREADS) -> None:
-    """Compile every microkernel of the ceilings, ``threads`` at a time; nothing is timed
+    """Compile the ceilings' two programs (FMA, copy), ``threads`` at a time; nothing is timed
     meanwhile (the ceilings time them afterwards, from the in-process cache).
 
     Raises:
         KernelCompileError: if a microkernel fails to build on this device.
     """
     with ThreadPoolExecutor(max(1, threads), "xe2tune-ceiling-build") as pool:
-        builds = [pool.submit(_build_fma, queue, half, v)
-                  for half in (False, True) for v in _fma_variants(queue)]
-        builds.append(pool.submit(_build_copy, queue))
-        for build in builds:
+        for build in [pool.submit(_build_fma, queue), pool.submit(_build_copy, queue)]:
             build.result()
 
 
@@ -104,7 +107,7 @@ def _fma_flops(queue: dpctl.SyclQueue, half: bool, settings: BenchSettings) -> f
     best = 0.0
     for v in _fma_variants(queue):
         iters = v.iters
-        kernel = _build_fma(queue, half, v).kernels["xe2t_ceiling_fma"]
+        kernel = _build_fma(queue).kernels[v.kernel_name(half)]
         seed = ctypes.c_uint16(0x3C00) if half else ctypes.c_float(1.0)
         rotation = BufferRotation(
             lambda _i, n=v.global_size: dpm.MemoryUSMDevice(n * 4, queue=queue),
