@@ -13,10 +13,11 @@ The old tree is ``git archive --base`` laid out as the installed ``xe2tune`` pac
 first on ``PYTHONPATH`` (the editable install's finder comes after it); the new tree is this
 checkout as installed. Phases come from the run's own output: the seconds of the lines it prints
 (start-up: process start to the ``device:`` line, after the device is open and its ceilings
-measured; to the first ``study`` line; the first ``done ... best`` line, the first measured
-result shown) and its closing summary (builds, verification, measurement; a tree that prints
-the ``and enumeration ...`` line adds enumeration, study setup, confirmation and storage, else
-they are n/a). Timings on a shared machine drift: compare trees within one session.
+measured; to the first ``study`` line; the first measured result shown: the first ``best so
+far`` line, which a tree printing them shows after a study's first trial, else the first
+``done ... best`` line) and its closing summary (builds, verification, measurement; a tree
+that prints the ``and enumeration ...`` line adds enumeration, study setup, confirmation and
+storage, else they are n/a). Timings on a shared machine drift: compare trees within one session.
 """
 
 from __future__ import annotations
@@ -77,7 +78,7 @@ class Run:
         out: dict[str, float | None] = dict.fromkeys(PHASES)
         out["start-up to device ready"] = self.first("err", r"^device: ")
         out["start-up to first study"] = self.first("out", r"^study ")
-        out["first result line at"] = self.first("out", r"^done .* best \d")
+        out["first result line at"] = self.first("out", r"^(best so far |done .* best \d)")
         out["total wall"] = self.total_s
         # the gaps before each `study` line (device ready or the last `done` line to it): every
         # study's enumeration and setup, seen the same way in a tree that does not report them
