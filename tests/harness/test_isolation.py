@@ -163,7 +163,9 @@ def test_on_the_cpu_device_builds_run_ahead_but_never_beside_a_timing(configs):
             for i, config in enumerate(chosen):  # a loop keeping `depth` configs built ahead
                 if i + 1 + depth <= len(chosen) - 1:
                     runner.prebuild(request(chosen[i + 1 + depth]))
-                assert runner.measure(request(config)).status is TrialStatus.OK
+                result = runner.measure(request(config))
+                assert result.status is TrialStatus.OK
+                assert result.build_s > 0  # a prebuilt config reports its background compile
             runner.prebuild(request(configs[5]))  # in flight when the comparison starts
             compared = runner.compare([request(c) for c in chosen[:2]], rounds=2)
             assert [r.status for r in compared] == [TrialStatus.OK, TrialStatus.OK]
