@@ -36,9 +36,8 @@ class TrialRunner(Protocol):
     ``prebuild`` is called for the next candidate right before ``measure`` of the current one,
     so a runner can compile the next while the device measures the current (where the device
     is the host's CPU, never while a kernel is timed). ``prebuild``, ``measure``, ``compare``
-    and ``close`` are
-    called from the search thread only; ``abandon`` may also be called from a signal handler or
-    another thread. Returned TrialResults are owned by the caller.
+    and ``close`` are called from the search thread only; ``abandon`` may also be called from a
+    signal handler or another thread. Returned TrialResults are owned by the caller.
     """
 
     def prebuild(self, request: MeasureRequest) -> None:
@@ -273,8 +272,8 @@ class SupervisedTrialRunner:
     def _blames_background(self, death: _Death, requests: Sequence[MeasureRequest],
                            retried: bool) -> bool:
         """Whether a death that interrupted ``requests`` is to be run again: a background
-        build's own timeout (remembered for its config), or a death beside background builds
-        (the first time only)."""
+        build's own timeout (the death names another config: remembered for that config's
+        ``measure``), or a death while background builds compiled (the first time only)."""
         ours = {r.config.config_hash() for r in requests}
         if death.config_hash is not None and death.config_hash not in ours:
             self._hung_builds[death.config_hash] = death
