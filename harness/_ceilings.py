@@ -176,7 +176,7 @@ def measure_ceilings(queue: dpctl.SyclQueue, settings: BenchSettings | None = No
         # fp16 far below fp32 is emulated (the CPU device: a sixth to a tenth of it) and no
         # roof, the fp16 peak being the faster of the two. Loaded passes were seen at half the
         # best (fp32 118 vs 236 GFLOP/s at load 7 on 2 cores), not a quarter, so later passes
-        # cannot lift it past fp32; its slow launches were a third of the ceilings' timing.
+        # cannot lift it past fp32; its slow launches took a quarter to a half of the timing.
         if n == 0 or fp16 >= fp32 / 4:
             fp16 = max(fp16, _fma_flops(queue, True, settings))
         copy = max(copy, measure_copy_bandwidth(queue, settings, llc_bytes))
