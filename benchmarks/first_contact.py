@@ -9,14 +9,15 @@ cache). The runs alternate old, new, old, new... and each is killed at ``--limit
     python benchmarks/first_contact.py --base 02e0b8a --rounds 1
     python benchmarks/first_contact.py --suite        # also `python -m pytest -q`, each tree
 
-The old tree is ``git archive --base`` laid out as the installed ``xe2tune`` package and put
+An old tree is ``git archive --base`` laid out as the installed ``xe2tune`` package and put
 first on ``PYTHONPATH`` (the editable install's finder comes after it); the new tree is this
 checkout as installed. Phases come from the run's own output: the seconds of the lines it prints
 (start-up: process start to the ``device:`` line, after the device is open and its ceilings
-measured; to the first ``study`` line; the first ``done ... best`` line, the first measured
-result shown) and its closing summary (builds, verification, measurement; a tree that prints
-the ``and enumeration ...`` line adds enumeration, study setup, confirmation and storage, else
-they are n/a). Timings on a shared machine drift: compare trees within one session.
+measured; to the first ``study`` line; the first measured result shown: the first ``best so
+far`` line, which a tree printing them shows after a study's first trial, else the first
+``done ... best`` line) and its closing summary (builds, verification, measurement; a tree
+that prints the ``and enumeration ...`` line adds enumeration, study setup, confirmation and
+storage, else they are n/a). Timings on a shared machine drift: compare trees within one session.
 """
 
 from __future__ import annotations
@@ -55,6 +56,11 @@ class Tree:
     root: Path
     pythonpath: Path | None
 
+    @property
+    def label(self) -> str:
+        """A short word for the tree: "new", or the old tree's revision."""
+        return self.name.split()[1] if self.pythonpath is not None else self.name.split()[0]
+
     def env(self, base: dict[str, str]) -> dict[str, str]:
         env = dict(base)
         if self.pythonpath is not None:
@@ -77,7 +83,7 @@ class Run:
         out: dict[str, float | None] = dict.fromkeys(PHASES)
         out["start-up to device ready"] = self.first("err", r"^device: ")
         out["start-up to first study"] = self.first("out", r"^study ")
-        out["first result line at"] = self.first("out", r"^done .* best \d")
+        out["first result line at"] = self.first("out", r"^(best so far |done .* best \d)")
         out["total wall"] = self.total_s
         # the gaps before each `study` line (device ready or the last `done` line to it): every
         # study's enumeration and setup, seen the same way in a tree that does not report them
@@ -189,7 +195,8 @@ def print_table(title: str, trees: list[Tree], runs: dict[str, list[Run]],
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--base", default="02e0b8a", help="the old tree's git revision")
+    ap.add_argument("--base", action="append",
+                    help="an old tree's git revision (repeat for more; default 02e0b8a)")
     ap.add_argument("--rounds", type=int, default=1, help="runs of each tree, alternating")
     ap.add_argument("--limit", type=float, default=900.0, help="seconds before a run is killed")
     ap.add_argument("--search-args", default="--head-dim 128",
@@ -202,24 +209,26 @@ def main() -> None:
 
     with tempfile.TemporaryDirectory(prefix="first-contact-") as tmp:
         work = Path(tmp)
-        trees = [materialize(args.base, work / "old"), Tree("new (this checkout)", REPO, None)]
+        trees = [materialize(base, work / f"old-{i}")
+                 for i, base in enumerate(args.base or ["02e0b8a"])]
+        trees.append(Tree("new (this checkout)", REPO, None))
         runs: dict[str, list[Run]] = {t.name: [] for t in trees}
         argv = [sys.executable, "-c", CLI, "search", *args.search_args.split()]
         for round_ in range(args.rounds):
             for tree in trees:
-                run_dir = work / f"run-{round_}-{len(runs[tree.name])}-{tree.name.split()[0]}"
+                run_dir = work / f"run-{round_}-{len(runs[tree.name])}-{tree.label}"
                 print(f"round {round_ + 1}: {tree.name}: xe2tune search {args.search_args}",
                       flush=True)
                 runs[tree.name].append(run_timed(
                     argv, tree.env(cold_env(run_dir)), run_dir, args.limit,
-                    None if args.quiet else tree.name.split()[0]))
+                    None if args.quiet else tree.label))
         print_table(f"xe2tune search {args.search_args}: seconds, cold start (median of "
                     f"{args.rounds} alternating run(s) per tree)", trees, runs, PHASES)
 
         if args.suite:
             suite: dict[str, list[Run]] = {t.name: [] for t in trees}
             for tree in trees:
-                suite_dir = work / f"suite-{tree.name.split()[0]}"
+                suite_dir = work / f"suite-{tree.label}"
                 env = tree.env(cold_env(suite_dir))
                 if tree.pythonpath is not None:
                     # the tests start `xe2tune` by name: the old tree's, not the installed one

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from xe2tune.harness._bench import BenchSettings, BufferRotation, bench, device_seconds
+from xe2tune.harness._build_gate import BuildGate, overlaps_builds
 from xe2tune.harness._ceilings import (
     CEILING_SETTINGS,
     Ceilings,
@@ -17,7 +18,7 @@ from xe2tune.harness._device import (
     open_queue,
     resolve_device,
 )
-from xe2tune.harness._device_process import DeviceProcessSpec, overlaps_builds
+from xe2tune.harness._device_process import DeviceProcessSpec
 from xe2tune.harness._executor import BufferSet, PlanExecutor
 from xe2tune.harness._fit import problem_unfit_reason
 from xe2tune.harness._limits import TrialLimits
@@ -38,6 +39,7 @@ __all__ = [
     "BenchSettings",
     "BufferRotation",
     "BufferSet",
+    "BuildGate",
     "Ceilings",
     "ConfigRunner",
     "CorrectnessReport",

@@ -5,14 +5,18 @@ The supervisor (:mod:`xe2tune.harness._supervisor`) starts it as a fresh interpr
 the :class:`DeviceProcessSpec`, then talks to it in tuples of plain data:
 
 - to the device process: ``("measure", request)``, ``("compare", [request, ...], rounds)``,
-  ``("prebuild", request)`` (only when builds overlap timing), ``("stop",)``; a request is
-  ``MeasureRequest.to_dict()``;
+  ``("prebuild", request)``, ``("stop",)``; a request is ``MeasureRequest.to_dict()``;
 - from the device process: ``("ready", startup_s)`` once; ``("phase", name, config_hash, t)`` when a
   step of a trial starts (``t`` is ``time.monotonic()``, one clock for every process of the
-  host); ``("background", "build" | "built", config_hash, t)`` around an overlapped build;
-  ``("warning", text)``; then ``("result", TrialResult.to_dict())`` or ``("results", [...])``;
-  or ``("error", message, traceback)`` when something no config explains went wrong, after
-  which the device process exits.
+  host); ``("background", "build" | "built", config_hash, t)`` around a background build (sent
+  at any time, also between requests); ``("warning", text)``; then
+  ``("result", TrialResult.to_dict())`` or ``("results", [...])``; or
+  ``("error", message, traceback)`` when something no config explains went wrong, after which
+  the device process exits.
+
+Prebuilds run on ``build_threads`` threads beside whatever the device process does, except
+where ``overlap_builds`` is off (the device is the host's CPU): there a timing waits for the
+builds in flight and no build starts until it ends (:class:`BuildGate`).
 
 The device process also obeys the test-only planted faults of ``XE2TUNE_FAULTS``
 (:func:`xe2tune.config.planted_faults`).
@@ -38,17 +42,12 @@ import numpy as np
 
 from xe2tune.config import planted_faults
 from xe2tune.harness._bench import BenchSettings
+from xe2tune.harness._build_gate import BuildGate
 from xe2tune.harness._device import device_caps, open_queue
 from xe2tune.harness._peaks import DevicePeaks
 from xe2tune.harness._roofline import RooflineModel
 from xe2tune.harness._runner import ConfigRunner, MeasureRequest
-from xe2tune.kernels import DeviceCaps, load_extension
-
-
-def overlaps_builds(caps: DeviceCaps) -> bool:
-    """Whether builds may run while a kernel is timed: only where the device is not the host's
-    CPU (there a build would take the cores the timed kernel runs on)."""
-    return caps.device_type != "cpu"
+from xe2tune.kernels import load_extension
 
 
 @dataclass(frozen=True)
@@ -60,7 +59,8 @@ class DeviceProcessSpec:
     settings: BenchSettings
     peaks: DevicePeaks | None
     llc_bytes: int
-    overlap_builds: bool
+    overlap_builds: bool  # builds may run beside a timing (not where the device is the host CPU)
+    build_threads: int = 2  # prebuilds compiled at once
 
 
 Send = Callable[[tuple[Any, ...]], None]
@@ -92,7 +92,7 @@ class _Hooks:
 
 
 class _DeviceServer:
-    """The device process's state: its runner, and the one overlapped build in flight (if any)."""
+    """The device process's state: its runner, and the background builds not yet waited for."""
 
     def __init__(self, spec: DeviceProcessSpec, send: Send) -> None:
         queue = open_queue(spec.device)
@@ -103,29 +103,33 @@ class _DeviceServer:
             queue, device_caps(queue.sycl_device),
             RooflineModel(spec.peaks) if spec.peaks is not None else None,
             spec.settings, spec.llc_bytes, self.hooks,
+            BuildGate(exclusive=not spec.overlap_builds),
         )
-        self._builds = ThreadPoolExecutor(1, "xe2tune-build") if spec.overlap_builds else None
-        self._pending: tuple[str, Future[None]] | None = None
+        self._builds = ThreadPoolExecutor(max(1, spec.build_threads), "xe2tune-build")
+        self._pending: dict[str, Future[None]] = {}
 
     def prebuild(self, request: MeasureRequest) -> None:
-        if self._builds is not None:
-            config_hash = request.config.config_hash()
-            self._pending = (config_hash, self._builds.submit(self._build, request, config_hash))
+        config_hash = request.config.config_hash()
+        self._pending = {h: f for h, f in self._pending.items() if not f.done()}
+        if config_hash not in self._pending:
+            self._pending[config_hash] = self._builds.submit(self._build, request, config_hash)
 
     def _build(self, request: MeasureRequest, config_hash: str) -> None:
-        self.send(("background", "build", config_hash, time.monotonic()))
-        self.hooks.plant("build", config_hash)
-        self.runner.prebuild(request)
+        def started() -> None:
+            self.send(("background", "build", config_hash, time.monotonic()))
+            self.hooks.plant("build", config_hash)
+
+        self.runner.prebuild(request, started)
         self.send(("background", "built", config_hash, time.monotonic()))
 
     def wait_for_build(self, request: MeasureRequest) -> None:
         """Before measuring a config built in the background, wait for that build (timed as the
         config's build step)."""
         config_hash = request.config.config_hash()
-        if self._pending is not None and self._pending[0] == config_hash:
+        pending = self._pending.pop(config_hash, None)
+        if pending is not None:
             self.hooks.phase("build", config_hash)
-            self._pending[1].result()
-        self._pending = None
+            pending.result()
 
     def handle(self, message: tuple[Any, ...]) -> None:
         kind = message[0]

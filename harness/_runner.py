@@ -7,8 +7,9 @@ be "best". Build, verification and timing costs are kept apart.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 import dpctl
@@ -21,6 +22,7 @@ from xe2tune.errors import (
     LaunchResourceError,
 )
 from xe2tune.harness._bench import BenchSettings, BufferRotation, bench
+from xe2tune.harness._build_gate import BuildGate, overlaps_builds
 from xe2tune.harness._executor import BufferSet, PlanExecutor
 from xe2tune.harness._roofline import RooflineModel
 from xe2tune.kernels import (
@@ -74,7 +76,9 @@ class TrialHooks(Protocol):
 
     def phase(self, name: str, config_hash: str) -> None:
         """A step of a config's trial starts: "build", "reference" (only when the problem's
-        reference is computed), "verify" or "time" (once per timing round).
+        reference is computed), "verify", "wait" (for background builds to end before a
+        timing, where builds and timings take turns), "time" (once per timing round) or "timed"
+        (a timing round ended).
 
         Raises:
             Whatever it raises propagates out of ``measure``/``compare``.
@@ -118,7 +122,8 @@ class ConfigRunner:
     """Runs MeasureRequests on one device queue; the tuner's and the CLI's only way to measure.
 
     Not thread-safe for concurrent ``measure`` calls (one device queue), but ``prebuild`` may run
-    in another thread while ``measure`` runs: the build releases the GIL.
+    in other threads while ``measure`` runs: the build releases the GIL, and ``gate`` (by
+    default: exclusive where the device is the host's CPU) keeps those builds out of timings.
     """
 
     def __init__(
@@ -129,6 +134,7 @@ class ConfigRunner:
         settings: BenchSettings,
         llc_bytes: int = 0,
         hooks: TrialHooks | None = None,
+        gate: BuildGate | None = None,
     ) -> None:
         self.queue = queue
         self.caps = caps
@@ -136,18 +142,32 @@ class ConfigRunner:
         self.settings = settings
         self.llc_bytes = llc_bytes
         self.hooks = hooks or _NoHooks()
+        self.gate = gate or BuildGate(exclusive=not overlaps_builds(caps))
         # Only the latest problem's inputs and reference are kept: a search measures one
         # problem at a time, and references of long sequences are large.
         self._reference: dict[tuple[str, int], tuple[Any, Any]] = {}
+        # Compile seconds of prebuilt configs: their measurement finds them built, and reports
+        # this as their build time (what the config cost to compile, wherever it compiled).
+        self._prebuilt_s: dict[str, float] = {}
 
-    def prebuild(self, request: MeasureRequest) -> None:
-        """Compile a config ahead of its measurement (errors surface again in ``measure``)."""
+    def prebuild(self, request: MeasureRequest,
+                 started: Callable[[], None] | None = None) -> None:
+        """Compile a config ahead of its measurement (errors surface again in ``measure``),
+        once the gate lets the build in; ``started`` is called then. Safe in other threads
+        while ``measure`` or ``compare`` runs.
+        """
         if request.family.invalid_reason(request.config, request.problem, self.caps) is None:
             plan = request.family.plan(request.config, request.problem, self.caps)
-            try:
-                build_program(self.queue, plan.source_file, plan.kernel_names, plan.defines)
-            except KernelCompileError:
-                pass
+            with self.gate.building():
+                if started is not None:
+                    started()
+                try:
+                    built = build_program(self.queue, plan.source_file, plan.kernel_names,
+                                          plan.defines)
+                except KernelCompileError:
+                    return
+                if not built.cached:
+                    self._prebuilt_s[request.config.config_hash()] = built.build_seconds
 
     def _inputs_and_reference(self, request: MeasureRequest) -> tuple[Any, Any]:
         key = (request.problem.key(), request.seed)
@@ -169,7 +189,8 @@ class ConfigRunner:
         if isinstance(verified, TrialResult):
             return verified
         try:
-            timing, bench_s = self._time(verified)
+            with self._timing(request):
+                timing, bench_s = self._time(verified, self.settings)
         except (LaunchResourceError, BenchTimeout) as exc:
             return verified.failed(_failure_status(exc), str(exc))
         return self._ok(request, verified, timing, bench_s, {})
@@ -178,9 +199,11 @@ class ConfigRunner:
         """Build and verify each config once, then time them side by side in ``rounds`` rounds.
 
         Round r times every config once, in request order for even r and reversed for odd r,
-        so drift of the device over the rounds hits every config alike. Each OK result's timing
-        pools the samples of all its rounds; ``extra["compare"]`` holds the per-round medians
-        and the round count. One result per request, in request order; a config failing in
+        so drift of the device over the rounds hits every config alike. The rounds share one
+        timing's budget (each round gets ``time_budget_s / rounds``), so a comparison costs
+        about one measurement per config, however many rounds. Each OK result's timing pools
+        the samples of all its rounds; ``extra["compare"]`` holds the per-round medians and the
+        round count. One result per request, in request order; a config failing in
         any round gets that failure and is not timed again.
 
         Raises:
@@ -198,18 +221,20 @@ class ConfigRunner:
             else:
                 verified[i] = outcome
         timings: dict[int, list[TimingStats]] = {i: [] for i in verified}
+        per_round = replace(self.settings, time_budget_s=self.settings.time_budget_s / rounds)
         bench_s = dict.fromkeys(verified, 0.0)
-        for r in range(rounds):
-            for i in sorted(verified, reverse=r % 2 == 1):
-                if results[i] is not None:
-                    continue
-                try:
-                    timing, seconds = self._time(verified[i])
-                except (LaunchResourceError, BenchTimeout) as exc:
-                    results[i] = verified[i].failed(_failure_status(exc), str(exc))
-                    continue
-                timings[i].append(timing)
-                bench_s[i] += seconds
+        with self._timing(*(requests[i] for i in verified)):  # builds wait for every round
+            for r in range(rounds):
+                for i in sorted(verified, reverse=r % 2 == 1):
+                    if results[i] is not None:
+                        continue
+                    try:
+                        timing, seconds = self._time(verified[i], per_round)
+                    except (LaunchResourceError, BenchTimeout) as exc:
+                        results[i] = verified[i].failed(_failure_status(exc), str(exc))
+                        continue
+                    timings[i].append(timing)
+                    bench_s[i] += seconds
         for i, v in verified.items():
             if results[i] is None:
                 pooled = TimingStats.from_samples(
@@ -236,7 +261,8 @@ class ConfigRunner:
             built = build_program(self.queue, plan.source_file, plan.kernel_names, plan.defines)
         except KernelCompileError as exc:
             return TrialResult(TrialStatus.COMPILE_ERROR, error=str(exc), **base)
-        build_s = built.build_seconds
+        prebuilt_s = self._prebuilt_s.pop(config_hash, None)
+        build_s = prebuilt_s if built.cached and prebuilt_s is not None else built.build_seconds
         # A live Intel GPU's compiler says what it spilled: no device time on such a build.
         spill = built.spill_reason()
         if spill is not None:
@@ -262,13 +288,24 @@ class ConfigRunner:
             return verified.failed(TrialStatus.WRONG_RESULT, _wrong_result_text(report))
         return verified
 
-    def _time(self, v: _Verified) -> tuple[TimingStats, float]:
+    def _timing(self, *requests: MeasureRequest) -> AbstractContextManager[None]:
+        """The gate held for timings of ``requests`` (none: nothing to hold); a wait for builds
+        is the first one's "wait" step."""
+        if not requests:
+            return nullcontext()
+        first = requests[0].config.config_hash()
+        return self.gate.timing(lambda: self.hooks.phase("wait", first))
+
+    def _time(self, v: _Verified, settings: BenchSettings) -> tuple[TimingStats, float]:
         """One timing of a verified config: its statistics and the wall seconds it took."""
-        self.hooks.phase("time", v.base["config"].config_hash())
+        config_hash = v.base["config"].config_hash()
+        self.hooks.phase("time", config_hash)
         v.rotation.warn_if_cache_resident(self.llc_bytes)
         started = time.perf_counter()
-        timing = bench(v.executor.launch, v.rotation, self.settings)
-        return timing, time.perf_counter() - started
+        timing = bench(v.executor.launch, v.rotation, settings)
+        seconds = time.perf_counter() - started
+        self.hooks.phase("timed", config_hash)
+        return timing, seconds
 
     def _ok(self, request: MeasureRequest, v: _Verified, timing: TimingStats, bench_s: float,
             extra: dict[str, Any]) -> TrialResult:

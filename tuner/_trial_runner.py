@@ -34,10 +34,10 @@ class TrialRunner(Protocol):
     """Builds and measures configs for the search loop.
 
     ``prebuild`` is called for the next candidate right before ``measure`` of the current one,
-    so a runner can compile the next while the device measures the current (only where the
-    device is not the host's CPU). ``prebuild``, ``measure``, ``compare`` and ``close`` are
-    called from the search thread only; ``abandon`` may also be called from a signal handler or
-    another thread. Returned TrialResults are owned by the caller.
+    so a runner can compile the next while the device measures the current (where the device
+    is the host's CPU, never while a kernel is timed). ``prebuild``, ``measure``, ``compare``
+    and ``close`` are called from the search thread only; ``abandon`` may also be called from a
+    signal handler or another thread. Returned TrialResults are owned by the caller.
     """
 
     prebuild_depth: int  # how many trials the study loop keeps asked and prebuilt ahead
@@ -141,10 +141,10 @@ class InProcessTrialRunner:
 
 @dataclass(frozen=True)
 class PhaseMark:
-    """A step the device process started: "build", "reference", "verify", "time", or
-    "background build" / "background built" around an overlapped build. ``t`` is the device
-    process's ``time.monotonic()``
-    (one clock for all processes of the host)."""
+    """A step the device process started: "build", "reference", "verify", "wait" (for
+    background builds, before a timing), "time", "timed" (a timing ended), or
+    "background build" / "background built" around a background build. ``t`` is the device
+    process's ``time.monotonic()`` (one clock for all processes of the host)."""
 
     t: float
     phase: str
@@ -159,6 +159,8 @@ class _Death:
     step: str | None
     config_hash: str | None
     error: str
+    # Background builds were compiling when it died: any of them may have caused it.
+    beside_builds: bool = False
 
     def result(self, request: MeasureRequest) -> TrialResult:
         return TrialResult(self.status, config=request.config, error=self.error,
@@ -173,15 +175,18 @@ class SupervisedTrialRunner:
     build over ``limits.build_s`` becomes BUILD_TIMEOUT, a verification or timing over
     ``limits.run_s(problem, ...)`` RUN_TIMEOUT (the device process is killed in both cases), a
     device process death CRASH with its signal; the next call starts a fresh device process.
-    Where the device is the host's CPU (``spec.overlap_builds`` False), :meth:`prebuild` does
-    nothing: each config is built by its own ``measure``, between measurements, never next to a
-    timed kernel.
+
+    :meth:`prebuild` compiles in the device process's background (``spec.build_threads`` at
+    once, so :attr:`prebuild_depth` configs may be asked ahead); where the device is the host's
+    CPU (``spec.overlap_builds`` False) no timing runs beside those builds (the device process
+    waits for them first). A background build over ``limits.build_s`` is killed with the device
+    process and its config's ``measure`` answers BUILD_TIMEOUT without building again; the call
+    it interrupted runs again in a fresh device process, as does one whose device process died
+    while background builds were compiling (once: a second death is its own).
 
     ``timeline`` keeps the latest steps the device processes reported, ``startups`` the seconds
     each device process took to become ready.
     """
-
-    prebuild_depth = 1
 
     def __init__(self, spec: DeviceProcessSpec, limits: TrialLimits | None = None) -> None:
         self.spec = spec
@@ -191,6 +196,13 @@ class SupervisedTrialRunner:
         self._process: DeviceProcess | None = None
         self._busy = False
         self._abandoned = False
+        self._background: dict[str, float] = {}  # config hash -> start of its background build
+        self._hung_builds: dict[str, _Death] = {}  # background builds killed over the limit
+
+    @property
+    def prebuild_depth(self) -> int:
+        """How many configs the loop may keep asked and prebuilt ahead of the one measured."""
+        return max(1, self.spec.build_threads)
 
     def start(self) -> None:
         """Start the device process now, so its start-up is not inside the first trial.
@@ -201,7 +213,7 @@ class SupervisedTrialRunner:
         self._ready_process()
 
     def prebuild(self, request: MeasureRequest) -> None:
-        if not self.spec.overlap_builds:
+        if request.config.config_hash() in self._hung_builds:
             return
         try:
             self._ready_process().send(("prebuild", request.to_dict()))
@@ -209,15 +221,24 @@ class SupervisedTrialRunner:
             self._discard_process()  # the next measure starts a fresh one and builds there
 
     def measure(self, request: MeasureRequest) -> TrialResult:
-        reply = self._call(("measure", request.to_dict()), [request])
-        return reply.result(request) if isinstance(reply, _Death) else TrialResult.from_dict(
-            reply[1], request.config)
+        hung = self._hung_builds.pop(request.config.config_hash(), None)
+        if hung is not None:
+            return hung.result(request)
+        retried = False
+        while True:
+            reply = self._call(("measure", request.to_dict()), [request])
+            if not isinstance(reply, _Death):
+                return TrialResult.from_dict(reply[1], request.config)
+            if not self._blames_background(reply, [request], retried):
+                return reply.result(request)
+            retried = True
 
     def compare(self, requests: Sequence[MeasureRequest], rounds: int) -> list[TrialResult]:
         if rounds < 1:
             raise ValueError(f"rounds must be >= 1, got {rounds}")
         results: list[TrialResult | None] = [None] * len(requests)
         remaining = list(range(len(requests)))
+        retried = False
         while remaining:
             reply = self._call(("compare", [requests[i].to_dict() for i in remaining], rounds),
                                [requests[i] for i in remaining])
@@ -227,6 +248,9 @@ class SupervisedTrialRunner:
                 break
             # The config whose step killed the device process fails alone; the others are compared
             # again, from the start, in a fresh device process.
+            if self._blames_background(reply, [requests[i] for i in remaining], retried):
+                retried = True
+                continue
             culprit = next((i for i in remaining
                             if requests[i].config.config_hash() == reply.config_hash), None)
             if culprit is None:
@@ -247,6 +271,18 @@ class SupervisedTrialRunner:
         if self._process is not None:
             self._process.close()
             self._process = None
+        self._background.clear()
+
+    def _blames_background(self, death: _Death, requests: Sequence[MeasureRequest],
+                           retried: bool) -> bool:
+        """Whether a death that interrupted ``requests`` is to be run again: a background
+        build's own timeout (the death names another config: remembered for that config's
+        ``measure``), or a death while background builds compiled (the first time only)."""
+        ours = {r.config.config_hash() for r in requests}
+        if death.config_hash is not None and death.config_hash not in ours:
+            self._hung_builds[death.config_hash] = death
+            return True
+        return death.beside_builds and not retried
 
     def _ready_process(self) -> DeviceProcess:
         if self._process is not None and self._process.killed:  # abandoned while idle
@@ -269,6 +305,7 @@ class SupervisedTrialRunner:
 
     def _discard_process(self) -> None:
         process, self._process = self._process, None
+        self._background.clear()
         if process is not None:
             process.kill()
             process.close(grace_s=5.0)
@@ -309,19 +346,30 @@ class SupervisedTrialRunner:
         limit = self.limits.run_floor_s
         deadline = time.monotonic() + limit
         while True:
+            # A background build is held to the build limit too, whatever the step.
+            hung = min(self._background.items(), key=lambda item: item[1], default=None)
+            hung_at = hung[1] + self.limits.build_s if hung else float("inf")
             try:
-                reply = process.receive(deadline)
+                reply = process.receive(min(deadline, hung_at))
             except DeviceProcessGone:
                 self._raise_if_abandoned()
                 how = process.exit_reason()
+                beside = bool(self._background)
                 self._discard_process()
                 during = f"during the {step} step" if step else "before its first step"
                 return _Death(TrialStatus.CRASH, step, config_hash,
-                              f"crash: the device process died with {how} {during}")
+                              f"crash: the device process died with {how} {during}"
+                              + (" (background builds were compiling)" if beside else ""),
+                              beside_builds=beside)
             if reply is None:
                 self._discard_process()
                 self._raise_if_abandoned()
-                status = (TrialStatus.BUILD_TIMEOUT if step == "build"
+                if hung is not None and hung_at < deadline:
+                    return _Death(TrialStatus.BUILD_TIMEOUT, "build", hung[0],
+                                  f"build_timeout: the background build took over its "
+                                  f"{self.limits.build_s:.0f} s limit; the device process was "
+                                  "killed")
+                status = (TrialStatus.BUILD_TIMEOUT if step in ("build", "wait")
                           else TrialStatus.RUN_TIMEOUT)
                 return _Death(status, step, config_hash,
                               f"{status.value}: the {step or 'first'} step took over its "
@@ -335,7 +383,12 @@ class SupervisedTrialRunner:
                     limit = self._limit(name, requests[marked].problem)
                     deadline = t + limit
             elif kind == "background":
-                self.timeline.append(PhaseMark(reply[3], f"background {reply[1]}", reply[2]))
+                _, event, marked, t = reply
+                self.timeline.append(PhaseMark(t, f"background {event}", marked))
+                if event == "build":
+                    self._background[marked] = t
+                else:
+                    self._background.pop(marked, None)
             elif kind == "warning":
                 warnings.warn(reply[1], stacklevel=2)
             elif kind == "error":
@@ -346,7 +399,7 @@ class SupervisedTrialRunner:
                 return reply
 
     def _limit(self, step: str, problem: ProblemSpec) -> float:
-        if step == "build":
+        if step in ("build", "wait"):  # waiting for background builds is waiting for a build
             return self.limits.build_s
         if step == "reference":
             return self.limits.reference_s(problem)

@@ -16,14 +16,16 @@ from pathlib import Path
 
 import pytest
 from rich.console import Console
+from rich.live import Live
 from typer.testing import CliRunner
 
 from xe2tune.cli import _bench, _search, app
 from xe2tune.cli._table import Column, print_table
 from xe2tune.db import open_store
+from xe2tune.harness import TrialStatus
 from xe2tune.kernels import ProblemSpec
 from xe2tune.testing import launcher_config, ok_result, prefill, tune
-from xe2tune.tuner import DEFAULT_SAMPLER, StudyProgress, TuneBudget
+from xe2tune.tuner import DEFAULT_SAMPLER, Outcome, StudyProgress, TuneBudget
 
 COMMANDS = ("devices", "roofline", "bench", "inspect", "best", "results", "export", "migrate",
             "replay", "search", "serve", "report")
@@ -166,3 +168,30 @@ def test_bench_table_fits_80_columns(monkeypatch: pytest.MonkeyPatch) -> None:
     text = out.getvalue()
     assert widest(text) <= 80, text
     assert "3.91 ms" in text and "rows_per_item=8" in text
+
+
+def test_search_prints_a_line_each_time_a_study_s_best_improves(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    out = io.StringIO()
+    monkeypatch.setattr(_search, "console", Console(file=out, width=120))
+    view = _search.ProgressView(quiet=False, clock=_search.RunClock(1, TuneBudget(trials=14)))
+    view.live = Live(console=_search.console, transient=True)
+    problem = prefill(512)
+
+    def outcome(bq: int, median_s: float) -> Outcome:
+        return Outcome(TrialStatus.OK, launcher_config(bq=bq), median_s, 0.0123, 0.052, None)
+
+    stored = outcome(16, 0.030)  # a resumed study's best, found before this run
+    p = StudyProgress(problem=problem, space_size=50, cartesian_size=80, trial_index=0,
+                      trials_budget=14, best=stored)
+    view(p)
+    for index, best in enumerate((stored, outcome(32, 0.0119), outcome(32, 0.0119),
+                                  outcome(64, 0.0101)), start=1):
+        p.trial_index, p.best, p.phase = index, best, "measured"
+        view(p)
+    lines = [line for line in out.getvalue().splitlines() if line.startswith("best so far")]
+    assert lines == [
+        "best so far prefill seq 512 causal=False: 11.9 ms, 0.0123 TFLOP/s, roofline 5.2% "
+        "(trial 2 of 14)",
+        "best so far prefill seq 512 causal=False: 10.1 ms, 0.0123 TFLOP/s, roofline 5.2% "
+        "(trial 4 of 14)"]

@@ -133,37 +133,85 @@ def test_planted_faults_fail_alone_with_their_reason_within_the_limits(monkeypat
     assert wall < LIMITS.build_s + run_limit + len(configs) * 30
 
 
-def _intervals(marks: list[PhaseMark], phase: str) -> list[tuple[float, float]]:
-    """[start, next mark) of each mark of ``phase`` in a timeline."""
-    ends = [m.t for m in marks[1:]] + [float("inf")]
-    return [(m.t, end) for m, end in zip(marks, ends, strict=True) if m.phase == phase]
+def _intervals(marks: list[PhaseMark], begin: str, end: str) -> list[tuple[float, float]]:
+    """[``begin`` mark, the same config's next ``end`` mark) of each ``begin`` in a timeline."""
+    spans = []
+    for i, m in enumerate(marks):
+        if m.phase == begin:
+            ends = (n.t for n in marks[i + 1:] if n.phase == end
+                    and n.config_hash == m.config_hash)
+            spans.append((m.t, next(ends, float("inf"))))
+    return spans
+
+
+def _overlap(a: tuple[float, float], b: tuple[float, float]) -> bool:
+    return a[0] < b[1] and b[0] < a[1]
 
 
 @pytest.mark.requires_xpu
-def test_on_the_cpu_device_builds_happen_between_timings_never_next_to_one(configs):
-    chosen = configs[:3]
+def test_on_the_cpu_device_builds_run_ahead_but_never_beside_a_timing(configs):
+    chosen = configs[:5]
     timelines = {}
     for overlap in (False, True):  # True is what a GPU does; forced here to tell them apart
         runner = make_runner(overlap=overlap)
+        depth = runner.prebuild_depth
+        assert depth == 2
         try:
-            for i, config in enumerate(chosen):  # the study loop's order of calls
-                if i + 1 < len(chosen):
-                    runner.prebuild(request(chosen[i + 1]))
-                assert runner.measure(request(config)).status is TrialStatus.OK
+            runner.start()
+            for config in chosen[1:1 + depth]:
+                runner.prebuild(request(config))
+            for i, config in enumerate(chosen):  # a loop keeping `depth` configs built ahead
+                if i + 1 + depth <= len(chosen) - 1:
+                    runner.prebuild(request(chosen[i + 1 + depth]))
+                result = runner.measure(request(config))
+                assert result.status is TrialStatus.OK
+                assert result.build_s > 0  # a prebuilt config reports its background compile
+            runner.prebuild(request(configs[5]))  # in flight when the comparison starts
+            compared = runner.compare([request(c) for c in chosen[:2]], rounds=2)
+            assert [r.status for r in compared] == [TrialStatus.OK, TrialStatus.OK]
         finally:
             runner.close()
         timelines[overlap] = list(runner.timeline)
 
+    for marks in timelines.values():
+        built_ahead = [m.config_hash for m in marks if m.phase == "background build"]
+        # two threads: the order in which two builds start is theirs
+        assert sorted(built_ahead) == sorted(c.config_hash() for c in chosen[1:] + [configs[5]])
+        # each timing's span ends with its own mark
+        assert len(_intervals(marks, "time", "timed")) == 5 + 2 * 2
+        assert all(end < float("inf") for _, end in _intervals(marks, "time", "timed"))
     cpu = timelines[False]
-    builds = [m.t for m in cpu if "build" in m.phase]
-    assert [m.config_hash for m in cpu if m.phase == "build"] == [
-        c.config_hash() for c in chosen]
-    assert not any(m.phase.startswith("background") for m in cpu)
-    for start, end in _intervals(cpu, "time"):
-        assert not any(start <= t < end for t in builds)
-    # With overlap on, the next config is built in the background while one is measured.
-    overlapped = [m.config_hash for m in timelines[True] if m.phase == "background build"]
-    assert overlapped == [c.config_hash() for c in chosen[1:]]
+    builds = _intervals(cpu, "background build", "background built")
+    timings = _intervals(cpu, "time", "timed")
+    assert all(end < float("inf") for _, end in builds)
+    assert not any(_overlap(b, t) for b in builds for t in timings)
+    # Only the first config, asked before any other, is built by its own measurement.
+    assert [m.config_hash for m in cpu if m.phase == "build"][0] == chosen[0].config_hash()
+
+
+@pytest.mark.slow
+@pytest.mark.requires_xpu
+def test_a_background_build_over_its_limit_fails_its_own_config_not_the_one_measured(
+        monkeypatch, configs):
+    fine, hung, after = configs[0], configs[1], configs[2]
+    plant(monkeypatch, {hung: "build_hang"})
+    runner = make_runner()
+    try:
+        runner.start()
+        runner.prebuild(request(hung))
+        started = time.monotonic()
+        first = runner.measure(request(fine))  # its timing waits for the hung build: killed
+        held = time.monotonic() - started
+        second = runner.measure(request(hung))  # answered from the kill, not built again
+        third = runner.measure(request(after))
+    finally:
+        runner.close()
+    assert first.status is TrialStatus.OK and first.timing is not None
+    assert held < LIMITS.build_s + LIMITS.startup_s
+    assert second.status is TrialStatus.BUILD_TIMEOUT
+    assert second.extra["failed_step"] == "build" and "background build" in second.error
+    assert third.status is TrialStatus.OK
+    assert len(runner.startups) == 2  # the killed one and the fresh one that measured again
 
 
 @pytest.mark.slow

@@ -100,13 +100,22 @@ class RunClock:
                 + ("time left not known yet" if left is None else f"about {_clock(left)} left"))
 
 
+def _best_key(p: StudyProgress) -> tuple[str, float] | None:
+    best = p.best
+    if best is None or best.median_s is None:
+        return None
+    return best.config.config_hash(), best.median_s
+
+
 class ProgressView:
-    """Live rich view of the current study plus a line per finished one."""
+    """Live rich view of the current study, a line each time a study's best improves (the first
+    measured config is the first), and a line per finished study."""
 
     def __init__(self, quiet: bool, clock: RunClock) -> None:
         self.quiet = quiet
         self.live: Live | None = None
         self.clock = clock
+        self._shown_best: tuple[str, float] | None = None
 
     def __call__(self, p: StudyProgress) -> None:
         if p.phase in ("done", "skipped"):
@@ -119,7 +128,10 @@ class ProgressView:
                           f"{dtype_words(pr)}: "
                           f"{p.skipped}", highlight=False)
             return
+        if p.phase == "measured":
+            self._print_improved(p)
         if p.phase == "starting":
+            self._shown_best = _best_key(p)  # a resumed study's stored best is not news
             console.print(f"study {pr.mode} seq {pr.kv_len} causal={pr.causal} "
                           f"{dtype_words(pr)}: "
                           f"{p.space_size} valid configs of {p.cartesian_size} combinations"
@@ -128,6 +140,17 @@ class ProgressView:
         self.live.update(self._render(p))
         if p.phase == "done":
             console.print(self._summary_line(p))
+
+    def _print_improved(self, p: StudyProgress) -> None:
+        best, shown = p.best, _best_key(p)
+        if best is None or shown is None or shown == self._shown_best:
+            return
+        self._shown_best = shown
+        pr = p.problem
+        console.print(f"best so far {pr.mode} seq {pr.kv_len} causal={pr.causal}: "
+                      f"{_fmt_ms(best.median_s)}, {best.tflops or 0:.4g} TFLOP/s, roofline "
+                      f"{(best.roofline_fraction or 0):.1%} (trial {p.trial_index} of "
+                      f"{p.trials_budget})", highlight=False)
 
     def _render(self, p: StudyProgress) -> Table:
         pr = p.problem

@@ -108,7 +108,7 @@ def open_session(device: str | None, store: ResultStore, *, quiet: bool = False)
         if not quiet:
             err_console.print(
                 f"no peaks known for {listing.caps.name}: measuring its FMA and copy ceilings "
-                "once (about a minute; `xe2tune roofline` re-measures)"
+                "once (`xe2tune roofline` re-measures)"
             )
         peaks = save_measured(store, listing, device_id, measure_ceilings(
             queue, llc_bytes=listing.global_mem_cache_bytes))
