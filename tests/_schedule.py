@@ -48,7 +48,7 @@ class ModuleSeconds:
         self.seconds[module_of(report.nodeid)] += report.duration
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        cache = session.config.cache
+        cache = getattr(session.config, "cache", None)  # None under -p no:cacheprovider
         if cache is None or not self.seconds:
             return
         stored = cache.get(CACHE_KEY, {})
