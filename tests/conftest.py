@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
+from _schedule import CACHE_KEY, ModuleSeconds, order_longest_first
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
@@ -59,6 +60,10 @@ def pytest_configure(config: pytest.Config) -> None:
     # each child between fork and exec and can abort it (as in cli/_worker.py). grpc reads this
     # when it starts, and no test module has imported it yet.
     os.environ.setdefault("GRPC_ENABLE_FORK_SUPPORT", "false")
+    # The modules' seconds are recorded where every report arrives: the xdist controller (or
+    # the one process of a run without xdist), never in a worker.
+    if not hasattr(config, "workerinput"):
+        config.pluginmanager.register(ModuleSeconds(), "xe2tune-module-seconds")
 
 
 @functools.cache
@@ -70,6 +75,8 @@ def _cpu_queue() -> dpctl.SyclQueue | None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    cache = getattr(config, "cache", None)
+    order_longest_first(items, cache.get(CACHE_KEY, {}) if cache is not None else {})
     if any("requires_xpu" in item.keywords for item in items) and _cpu_queue() is None:
         skip = pytest.mark.skip(reason=f"no SYCL device {CPU_FILTER} (install intel-opencl-rt)")
         for item in items:
