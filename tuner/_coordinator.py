@@ -160,14 +160,17 @@ def patience_spent(trials: Sequence[FrozenTrial], patience: int | None) -> bool:
     return since >= patience
 
 
-def tell_attrs(trial: optuna.trial.Trial, digest: str, outcome: Outcome) -> float | None:
-    """Write the outcome's attributes on the trial; its objective, None for a failed one."""
-    trial.set_user_attr("config_hash", digest)
+def tell_outcome(study: optuna.Study, asked: AskedTrial, outcome: Outcome) -> None:
+    """Finish ``asked`` in the study with the outcome: its attributes, then its objective (or
+    FAIL for a failed one); a trial already finished stays as it is."""
+    trial = asked.trial
+    trial.set_user_attr("config_hash", asked.digest)
     trial.set_user_attr("status", outcome.status.value)
-    ok = outcome.objective < math.inf
-    if not ok:
+    if outcome.objective < math.inf:
+        study.tell(trial, outcome.objective, skip_if_finished=True)
+    else:
         trial.set_user_attr("error", (outcome.error or "")[:500])
-    return outcome.objective if ok else None
+        study.tell(trial, state=TrialState.FAIL, skip_if_finished=True)
 
 
 def still_owned(now: FrozenTrial, asked: AskedTrial, owner: str) -> bool:

@@ -27,7 +27,7 @@ from xe2tune.tuner._coordinator import (
     AskedTrial,
     patience_spent,
     still_owned,
-    tell_attrs,
+    tell_outcome,
 )
 from xe2tune.tuner._finite_sampler import SpaceExhaustedError
 
@@ -160,11 +160,7 @@ class SqlTrialCoordinator:
         if not self._owns(asked):  # its slot, if still this owner's, goes back unspent
             self._let_go(asked)
             return
-        value = tell_attrs(asked.trial, asked.digest, outcome)
-        if value is None:
-            self.study.tell(asked.trial, state=TrialState.FAIL, skip_if_finished=True)
-        else:
-            self.study.tell(asked.trial, value, skip_if_finished=True)
+        tell_outcome(self.study, asked, outcome)
         if self._gate is not None and asked.slot is not None:
             self._gate.settle(asked.slot, asked.trial.number)
         self._release(asked)

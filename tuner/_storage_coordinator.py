@@ -30,7 +30,7 @@ from xe2tune.tuner._coordinator import (
     AskedTrial,
     patience_spent,
     still_owned,
-    tell_attrs,
+    tell_outcome,
 )
 from xe2tune.tuner._lease import HEARTBEAT_S
 
@@ -141,11 +141,7 @@ class StorageTrialCoordinator:
         trial_id = self._let_go(asked)
         if not still_owned(self.storage.get_trial(trial_id), asked, self.owner):
             return
-        value = tell_attrs(asked.trial, asked.digest, outcome)
-        if value is None:
-            self.study.tell(asked.trial, state=TrialState.FAIL, skip_if_finished=True)
-        else:
-            self.study.tell(asked.trial, value, skip_if_finished=True)
+        tell_outcome(self.study, asked, outcome)
         self._report.beat(told=1)
 
     def give_back(self, asked: AskedTrial) -> None:
