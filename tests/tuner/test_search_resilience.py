@@ -182,7 +182,9 @@ def test_an_interrupted_search_loses_no_config_and_the_rerun_measures_each_once(
     returncode, report, err = finish(rerun)
     assert returncode == 0, err
     (row,) = report["problems"]
-    assert row["measured"] >= len(pending) and row["confirmed_rounds"] == 2
+    # A pending trial stored before the kill but never told is reused, not measured again (the
+    # loop keeps runner.prebuild_depth trials asked ahead, so several can be pending).
+    assert row["measured"] + row["reused"] >= len(pending) and row["confirmed_rounds"] == 2
     if sig is signal.SIGKILL:
         assert row["requeued"] >= 1
     assert len(rows(db)) == measured_before + row["measured"]
