@@ -154,7 +154,7 @@ def test_on_the_cpu_device_builds_run_ahead_but_never_beside_a_timing(configs):
     timelines = {}
     for overlap in (False, True):  # True is what a GPU does; forced here to tell them apart
         runner = make_runner(overlap=overlap)
-        depth = runner.prebuild_depth
+        depth = runner.spec.build_threads  # what the device process can build at once
         assert depth == 2
         try:
             runner.start()
