@@ -201,13 +201,9 @@ class SupervisedTrialRunner:
 
     @property
     def prebuild_depth(self) -> int:
-        """How many configs the loop may keep asked and prebuilt ahead of the one measured.
-
-        One, although the device process has ``spec.build_threads`` build threads: with two
-        asked ahead, tests/tuner/test_campaign.py's three campaign workers stored no trial within
-        300 s (a hang not yet understood), so the deeper ask-ahead stays off until it is.
-        """
-        return 1
+        """How many configs the loop may keep asked and prebuilt ahead of the one measured:
+        one per build thread of the device process."""
+        return max(1, self.spec.build_threads)
 
     def start(self) -> None:
         """Start the device process now, so its start-up is not inside the first trial.

@@ -130,11 +130,21 @@ def campaign_db(postgres_url: str, cpu_queue) -> str:
                            "--confirm-rounds", "2")
 
 
+def uncached_builds(env: dict[str, str]) -> dict[str, str]:
+    """``env`` with the runtime's kernel cache off, so every trial of a worker compiles.
+
+    With the suite's warm cache and builds asked ahead, a campaign of 2 x BUDGET trials can be
+    over in a few seconds, between two polls of kill_in_flight: a trial that compiles keeps the
+    victim in flight long enough to be caught.
+    """
+    return {**env, "SYCL_CACHE_PERSISTENT": "0"}
+
+
 def start_worker(url: str) -> subprocess.Popen:
     return subprocess.Popen(
         [xe2tune_command(), "worker", "--campaign", "1", "--db", url, "--device", "opencl:cpu",
          "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        start_new_session=True)
+        env=uncached_builds(dict(os.environ)), start_new_session=True)
 
 
 def optuna_trials(url: str) -> dict[str, list[optuna.trial.FrozenTrial]]:
@@ -347,7 +357,7 @@ def start_grpc_worker(grpc_port: int, base: str, env: dict[str, str]) -> subproc
         [xe2tune_command(), "worker", "--campaign", "1", "--grpc", f"127.0.0.1:{grpc_port}",
          "--api", base, "--insecure", "--device", "opencl:cpu", "--stale-after",
          str(STALE_AFTER), "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env=env, start_new_session=True)
+        env=uncached_builds(env), start_new_session=True)
 
 
 @pytest.mark.requires_xpu
