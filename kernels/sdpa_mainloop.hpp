@@ -188,6 +188,37 @@ struct SdpaMainloop {
     }
   }
 
+  // How the in-place path prefetches the K and V rows STAGES blocks ahead.
+  enum class Ahead {
+    kRows,   // one head: each score step its keys' K and V rows, a call per line
+    kVByPv,  // several heads: K rows by the score steps, V lines by the P x V splits
+    // Several heads, one-byte (FP8) K/V: shares of every head's rows (prefetch_share), K's
+    // by the score steps and V's by the P x V splits. Measured cold (decode hd128 32/8, kv
+    // 16384): e4m3 7-8 % faster than kVByPv, fp16 5-11 % slower (twice the lines per share,
+    // issued back to back), so 2-byte K/V keep kVByPv.
+    kShares,
+  };
+
+  // Share `part` of `parts` of the lines holding the K rows (kV false) or V rows of keys
+  // [key, key + n) of the HB heads from s0 on. One key's HB rows are adjacent ([kv_len, Hkv, D]
+  // layout), so a share is one or two ranged prefetches instead of a call per row and line.
+  template <int HB, bool kV>
+  static void prefetch_share(const Slice &s0, int key, int n, int part, int parts) {
+    constexpr long kSpan = static_cast<long>(HB) * (kV ? DV : D) * sizeof(KV);
+    n = sycl::min(n, s0.g->kv_len - key);
+    if (n <= 0) return;
+    const long lines = (n * kSpan + 63) / 64;
+    const long lo = lines * part / parts * 64;
+    const long hi = sycl::min(lines * (part + 1) / parts * 64, n * kSpan);
+    for (long c = lo / kSpan; c * kSpan < hi; ++c) {
+      const long from = sycl::max(lo, c * kSpan) - c * kSpan;
+      const long to = sycl::min(hi, (c + 1) * kSpan) - c * kSpan;
+      const char *span =
+          reinterpret_cast<const char *>(kV ? s0.v_row(key + c) : s0.k_row(key + c));
+      sycl::ext::oneapi::experimental::prefetch(span + from, to - from);
+    }
+  }
+
   // Item t's share of block kb: its K/V rows, or of the packed tile (KV_STAGE 2).
   static void prefetch_block(const Slice &s, int kb, int t) {
     if constexpr (KV_STAGE == 2) {
@@ -254,23 +285,22 @@ struct SdpaMainloop {
   }
 
   // S = Q . K for keys key0 + j0 .. + KC of one slice into p, lanes spanning head dims (K read
-  // in place). Prefetches these keys' K rows STAGES blocks ahead, and their V rows too unless
-  // the P x V product prefetches V itself (kVAhead, see accumulate_pv). Always inlined: the
-  // one-head path then compiles to exactly the code it had before the key-major path existed
+  // in place), prefetching as kAhead says. Always inlined: the one-head path then compiles to
+  // exactly the code it had before the key-major path existed
   // (tests/kernels/test_kv_variant_isolation.py compares the SPIR-V).
-  template <bool kVAhead>
+  template <Ahead kAhead>
   [[clang::always_inline]] static void scores_keys(float (&p)[TM][BK],
                                                    const float (&qs)[TM][D], const Slice &s,
                                                    int key0, int j0) {
     const KV *kr[KC];
 #pragma unroll
     for (int c = 0; c < KC; ++c) kr[c] = s.k_row(key0 + j0 + c);
-    if constexpr (STAGES > 0) {
+    if constexpr (STAGES > 0 && kAhead != Ahead::kShares) {
       // Keys STAGES blocks ahead, spread over the block rather than issued as one burst at
       // its start (the staged path keeps the burst, split among the work-group's items).
 #pragma unroll
       for (int c = 0; c < KC; ++c) {
-        if constexpr (kVAhead) {
+        if constexpr (kAhead == Ahead::kVByPv) {
           const int key = key0 + j0 + c + STAGES * BK;
           if (key < s.g->kv_len) prefetch_lines(s.k_row(key), D * sizeof(KV));
         } else {
@@ -316,7 +346,7 @@ struct SdpaMainloop {
   // S = Q . K block into p, with lanes spanning head dims (K read in place).
   static void scores_direct(float (&p)[TM][BK], const float (&qs)[TM][D], const Slice &s,
                             int key0) {
-    for (int j0 = 0; j0 < BK; j0 += KC) scores_keys<false>(p, qs, s, key0, j0);
+    for (int j0 = 0; j0 < BK; j0 += KC) scores_keys<Ahead::kRows>(p, qs, s, key0, j0);
   }
 
   // Sets S to -inf where key > last[r] (causal diagonal blocks and the kv tail): keys ascend,
@@ -358,11 +388,11 @@ struct SdpaMainloop {
     }
   }
 
-  // O[:, vv * BV : (vv + 1) * BV] = alpha * O + P x V, for each of the VTILES splits.
-  // kVAhead: prefetch the V lines each step reads STAGES blocks ahead (in place only).
-  template <bool kVAhead>
+  // O[:, vv * BV : (vv + 1) * BV] = alpha * O + P x V, for each of the VTILES splits, each
+  // split first prefetching the V lines kAhead gives it (head h of the HB from s0 on).
+  template <Ahead kAhead, int HB = 1>
   static void accumulate_pv(State &st, const float (&alpha)[TM], const float (&p)[TM][BK],
-                            const Slice &s, int key0, const float *vl) {
+                            const Slice &s, int key0, const float *vl, const Slice &s0, int h) {
     // V rows read in place: their (clamped) addresses once per block, not once per split.
     [[maybe_unused]] const KV *rows[KV_STAGE ? 1 : BK];
     if constexpr (!KV_STAGE) {
@@ -370,12 +400,12 @@ struct SdpaMainloop {
     }
 #pragma unroll 1
     for (int vv = 0; vv < VTILES; ++vv) {
-      if constexpr (kVAhead && STAGES > 0) {
-        // The lines of V this split reads, STAGES blocks ahead, before its accumulators are
-        // live (a prefetch is a call into the runtime that clobbers every vector register):
-        // spread over the P x V work as the K lines are over the scores, so memory is kept
-        // busy during both (V prefetched with K measured 10-20 % slower: bursts of
-        // prefetches stall on the core's outstanding misses while P x V issues none).
+      // Before the split's accumulators are live (a prefetch is a call into the runtime that
+      // clobbers every vector register), spread over the P x V work as K's are over the
+      // scores, so memory is kept busy during both (V prefetched with K measured 10-20 %
+      // slower: bursts of prefetches stall on the core's outstanding misses while P x V
+      // issues none).
+      if constexpr (kAhead == Ahead::kVByPv && STAGES > 0) {
         // A line is prefetched by the split whose columns start in it.
         constexpr int kBytes = BV * sizeof(KV);
         if ((vv * kBytes) % 64 < kBytes) {
@@ -385,6 +415,8 @@ struct SdpaMainloop {
               prefetch_lines(s.v_row(key) + vv * BV, kBytes < 64 ? 64 : kBytes);
           }
         }
+      } else if constexpr (kAhead == Ahead::kShares && STAGES > 0) {
+        prefetch_share<HB, true>(s0, key0 + STAGES * BK, BK, h * VTILES + vv, HB * VTILES);
       }
       vec acc[TM][NVV];
 #pragma unroll
@@ -420,12 +452,14 @@ struct SdpaMainloop {
   // puts one key's heads side by side) instead of one head's rows Hkv * D apart. With several
   // heads read in place (kKeyMajor) the scores go further: KC keys of every head before the next
   // KC keys of any, so K streams through in memory order, and V is prefetched by the P x V
-  // product. Every work-item of the work-group must call this with the same kb0, kb1 (the staged
+  // product (Ahead). Every work-item of the work-group must call this with the same kb0, kb1 (the staged
   // path has barriers).
   template <int HB>
   static void run(const Slice (&s)[HB], int row0, int t, int kb0, int kb1, float *local,
                   sycl::group<2> wg, State (&st)[HB]) {
     constexpr bool kKeyMajor = HB > 1 && KV_STAGE == 0;
+    constexpr Ahead kAhead =
+        !kKeyMajor ? Ahead::kRows : sizeof(KV) == 1 ? Ahead::kShares : Ahead::kVByPv;
     const Geometry &g = *s[0].g;
     alignas(64) float qs[HB][TM][D];
     int last[TM];
@@ -457,7 +491,11 @@ struct SdpaMainloop {
 #pragma unroll 1
           for (int j0 = 0; j0 < BK; j0 += KC)
 #pragma unroll 1
-            for (int h = 0; h < HB; ++h) scores_keys<true>(p[h], qs[h], s[h], key0, j0);
+            for (int h = 0; h < HB; ++h) {
+              if constexpr (kAhead == Ahead::kShares && STAGES > 0)
+                prefetch_share<HB, false>(s[0], key0 + j0 + STAGES * BK, KC, h, HB);
+              scores_keys<kAhead>(p[h], qs[h], s[h], key0, j0);
+            }
         }
       }
 #pragma unroll 1
@@ -481,7 +519,7 @@ struct SdpaMainloop {
           if (key0 + BK - 1 > last[0]) mask(p[h], last, key0);
           float alpha[TM];
           softmax(p[h], st[h], alpha);
-          accumulate_pv<true>(st[h], alpha, p[h], s[h], key0, nullptr);
+          accumulate_pv<kAhead, HB>(st[h], alpha, p[h], s[h], key0, nullptr, s[0], h);
         } else {
           alignas(64) float ph[TM][BK];
           if constexpr (KV_STAGE) {
@@ -492,7 +530,7 @@ struct SdpaMainloop {
           if (key0 + BK - 1 > last[0]) mask(ph, last, key0);
           float alpha[TM];
           softmax(ph, st[h], alpha);
-          accumulate_pv<false>(st[h], alpha, ph, s[h], key0, tile + D * BK);
+          accumulate_pv<Ahead::kRows>(st[h], alpha, ph, s[h], key0, tile + D * BK, s[h], h);
         }
       }
     }
