@@ -12,13 +12,13 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
-
-import optuna
-from optuna.trial import TrialState
+from typing import TYPE_CHECKING, Any
 
 from xe2tune.db._campaigns import CampaignWorkerStatus
 from xe2tune.kernels import ProblemSpec
+
+if TYPE_CHECKING:
+    import optuna
 
 CAMPAIGN_STUDY = "xe2tune campaign {id}"  # the optuna study holding a campaign's definition
 CAMPAIGN_ATTR = "campaign"
@@ -63,6 +63,9 @@ def _when(epoch: float | None) -> datetime | None:
 def remote_progress(storage: optuna.storages.BaseStorage, campaign_id: int
                     ) -> tuple[tuple[RemoteStudyStatus, ...], tuple[CampaignWorkerStatus, ...]]:
     """The campaign's studies and workers on the gRPC path, as its workers reported them."""
+    import optuna  # with the first campaign read, not with every import of xe2tune.db
+    from optuna.trial import TrialState
+
     try:
         attrs = optuna.load_study(study_name=CAMPAIGN_STUDY.format(id=campaign_id),
                                   storage=storage).user_attrs

@@ -5,13 +5,14 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING, Any
 
-import pandas as pd
 from sqlalchemy import Integer
 
 from xe2tune.db._reads import FRAME_COLUMNS
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
+
+    import pandas as pd
 
 # rows per frame of ResultStore.results_frames: bounds the memory of a streamed export
 FRAME_CHUNK_ROWS = 5_000
@@ -41,6 +42,8 @@ def results_frame(rows: Sequence[Any]) -> pd.DataFrame:
     dict, shared between rows with the same config (treat it as read-only). Each distinct config
     is parsed once: a search measures the same configs on many problems.
     """
+    import pandas as pd  # only the commands that build frames pay for pandas
+
     frame = pd.DataFrame.from_records(rows, columns=list(FRAME_COLUMNS), coerce_float=True)
     frame["created_at"] = pd.to_datetime(frame["created_at"], utc=True)
     codes, uniques = pd.factorize(frame["config"])

@@ -8,6 +8,9 @@ from typing import NoReturn
 
 import typer
 
+# Each module registers its commands on app, so all of them load on every start: they import
+# the heavy packages (db, harness, tuner: SQLAlchemy, pandas, optuna, dpctl) only in command
+# bodies, after the checks that need the arguments alone (tests/cli/test_cli_startup.py).
 from xe2tune.cli import (
     _bench,  # noqa: F401  (each module registers its commands on app)
     _campaign,  # noqa: F401

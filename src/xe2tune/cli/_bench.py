@@ -149,16 +149,13 @@ def bench(
     as_json: JsonOption = False,
 ) -> None:
     """Build a config (the family's default when none is given), check it, and time it."""
-    # the device side loads here, not when the CLI starts: `serve` and the readers never need it
-    from xe2tune.cli._session import open_runner, open_session
-    from xe2tune.db import open_store
-    from xe2tune.harness import BenchSettings, MeasureRequest, problem_unfit_reason
-
     problem = problem_from_options(
         head_dim=head_dim, dtype=dtype, seq=seq, q_len=q_len, kv_len=kv_len, mode=mode,
         causal=causal, heads_q=heads_q, heads_kv=heads_kv, batch=batch, head_dim_v=head_dim_v,
         kv_dtype=kv_dtype,
     )
+    from xe2tune.harness import BenchSettings, MeasureRequest, problem_unfit_reason
+
     try:
         settings = BenchSettings(warmup=warmup, iterations=iters, n_buf=nbuf,
                                  time_budget_s=time_budget)
@@ -168,6 +165,9 @@ def bench(
     if isa_device is not None and (missing := compiler_missing()) is not None:
         raise fail(f"--isa-target: {missing}")
     launcher = parse_config(config, family_for_mode(problem.mode).name) if config else None
+    from xe2tune.cli._session import open_runner, open_session
+    from xe2tune.db import open_store
+
     store = open_store(db)
     session = open_session(device, store, quiet=as_json)
     store.close()

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from contextlib import closing
 from datetime import datetime, timezone
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
@@ -29,7 +29,9 @@ from xe2tune.cli._problem_options import (
     SeqOption,
 )
 from xe2tune.cli._problem_text import head_words
-from xe2tune.db import CampaignRecord, CampaignStatus, CampaignStore, open_store
+
+if TYPE_CHECKING:
+    from xe2tune.db import CampaignRecord, CampaignStatus
 
 campaign_app = typer.Typer(help="Campaigns: problems with budgets that workers on many hosts "
                                 "tune together (`xe2tune worker`).", no_args_is_help=True)
@@ -79,6 +81,7 @@ def create(
     import optuna
 
     from xe2tune.cli._problem_options import CONFIRM_ROUNDS, GPU_TRIALS, problem_overrides
+    from xe2tune.db import CampaignStore, open_store
     from xe2tune.errors import InvalidProblem
     from xe2tune.tuner import (
         DEFAULT_SAMPLER,
@@ -123,6 +126,8 @@ def create(
 @campaign_app.command("list")
 def list_campaigns(db: DbOption = None, as_json: JsonOption = False) -> None:
     """Every campaign of the database."""
+    from xe2tune.db import CampaignStore, open_store
+
     with closing(open_store(db, read_only=True)) as store:
         found = CampaignStore(store).list()
     if as_json:
@@ -179,6 +184,8 @@ def _status_json(status: CampaignStatus) -> dict[str, Any]:
 def status(campaign: CampaignOption, db: DbOption = None, as_json: JsonOption = False) -> None:
     """Progress per study (trials done / budget, best so far) and per worker (alive, device,
     last heartbeat)."""
+    from xe2tune.db import CampaignStore, open_store
+
     with closing(open_store(db, read_only=True)) as store:
         found = CampaignStore(store).status(campaign)
     if as_json:

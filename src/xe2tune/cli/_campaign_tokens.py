@@ -18,7 +18,6 @@ from rich.table import Table
 from xe2tune.cli._app import console, err_console, fail
 from xe2tune.cli._campaign import CampaignOption, campaign_app
 from xe2tune.cli._devices import DbOption, JsonOption
-from xe2tune.db import CampaignStore, WorkerTokenStore, open_store
 
 if TYPE_CHECKING:
     from xe2tune.db import WorkerTokenRecord
@@ -45,6 +44,8 @@ def create(
     XE2TUNE_WORKER_TOKEN)."""
     if not name.strip() or len(name) > 128:
         raise fail(f"--name {name!r}: accepted: 1 to 128 characters")
+    from xe2tune.db import CampaignStore, WorkerTokenStore, open_store
+
     with closing(open_store(db)) as store:
         CampaignStore(store).get(campaign)  # one line naming the campaigns there are
         minted = WorkerTokenStore(store).create(campaign, name)
@@ -62,6 +63,8 @@ def create(
 def list_tokens(campaign: CampaignOption, db: DbOption = None,
                 as_json: JsonOption = False) -> None:
     """The campaign's worker tokens (never the tokens themselves), revoked ones included."""
+    from xe2tune.db import CampaignStore, WorkerTokenStore, open_store
+
     with closing(open_store(db, read_only=True)) as store:
         CampaignStore(store).get(campaign)
         found = WorkerTokenStore(store).list(campaign)
@@ -85,6 +88,8 @@ def revoke(
 ) -> None:
     """Revoke a worker token: its next call on either channel is refused (PERMISSION_DENIED on
     gRPC, 403 on the API)."""
+    from xe2tune.db import WorkerTokenStore, open_store
+
     with closing(open_store(db)) as store:
         record = WorkerTokenStore(store).revoke(campaign, token_id)
     console.print(f"worker token {record.id} of campaign {campaign} ({record.name}) revoked",

@@ -9,7 +9,6 @@ import typer
 
 from xe2tune.cli._app import app, console
 from xe2tune.cli._table import Column, print_table
-from xe2tune.db import open_store
 from xe2tune.kernels import device_catalog
 
 if TYPE_CHECKING:
@@ -99,6 +98,7 @@ def devices(
         _print_catalog(as_json)
         return
     from xe2tune.cli._session import stored_peaks  # the device side loads only here
+    from xe2tune.db import open_store
     from xe2tune.harness import list_devices, open_queue
 
     listings = list_devices()
@@ -139,6 +139,7 @@ def roofline(device: DeviceOption = None, as_json: JsonOption = False,
              db: DbOption = None) -> None:
     """Measure the device's FMA and copy ceilings and store them as its roofline peaks."""
     from xe2tune.cli._session import listing_for, save_measured, stored_peaks
+    from xe2tune.db import open_store
     from xe2tune.harness import measure_ceilings, open_queue
 
     queue = open_queue(device)

@@ -9,10 +9,9 @@ from __future__ import annotations
 import sys
 from contextlib import closing
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from pydantic import ValidationError
 from rich.markup import escape
 
 from xe2tune.cli._app import app, console, fail
@@ -20,17 +19,13 @@ from xe2tune.cli._problem_options import MAX_EXTENT, HeadDimVOption, KvDtypeOpti
 from xe2tune.cli._problem_text import head_words
 from xe2tune.cli._table import Column, print_table
 from xe2tune.cli._vocabulary import seed_vocabulary
-from xe2tune.db import (
-    BestQuery,
-    BestResult,
-    ResultFilters,
-    export_cpp,
-    export_json,
-    open_store,
-    results_csv,
-)
 from xe2tune.kernels import DTYPES, KV_DTYPES, MODES, ProblemSpec
 from xe2tune.measurement import TrialStatus
+
+if TYPE_CHECKING:
+    from pydantic import ValidationError
+
+    from xe2tune.db import BestResult
 
 DbOption = Annotated[str | None, typer.Option(
     "--db", help="SQLAlchemy URL of the results database (default: XE2TUNE_DB, else "
@@ -111,6 +106,10 @@ def best(
     _choice("dtype", dtype, DTYPES)
     _choice("mode", mode, MODES)
     _choice("kv dtype", kv_dtype, KV_DTYPES)
+    from pydantic import ValidationError
+
+    from xe2tune.db import BestQuery, open_store
+
     try:
         query = BestQuery(head_dim=head_dim, head_dim_v=head_dim_v, dtype=dtype,
                           kv_dtype=kv_dtype, seq=seq, mode=mode, causal=causal,
@@ -161,6 +160,10 @@ def results(
     _choice("kv dtype", kv_dtype, KV_DTYPES)
     if limit is not None and limit < 1:
         raise fail(f"--limit must be >= 1, got {limit}")
+    from pydantic import ValidationError
+
+    from xe2tune.db import ResultFilters, open_store, results_csv
+
     try:
         filters = ResultFilters(device=device, mode=mode, head_dim=head_dim,
                                 head_dim_v=head_dim_v, dtype=dtype, kv_dtype=kv_dtype,
@@ -215,6 +218,8 @@ def export(
 ) -> None:
     """The best config of every tuned problem, as JSON or a C++17 dispatch header."""
     _choice("format", fmt, EXPORT_FORMATS)
+    from xe2tune.db import export_cpp, export_json, open_store
+
     with closing(open_store(db, read_only=True)) as store:
         found = store.best_per_problem(device)
     if not found:
@@ -233,6 +238,8 @@ def export(
 @app.command()
 def migrate(db: DbOption = None) -> None:
     """Create the results database, or upgrade its schema to this xe2tune's (readers never do)."""
+    from xe2tune.db import open_store
+
     with closing(open_store(db)) as store:
         url = store.url
     console.print(f"{url} is ready for this xe2tune", highlight=False)

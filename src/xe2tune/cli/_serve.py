@@ -58,12 +58,10 @@ def serve(
     get 400. With --tls-cert and --tls-key both channels use TLS; without them the server is
     plain text, which only a loopback --host may be (and the gRPC proxy only with --insecure).
     """
-    import uvicorn
-
-    from xe2tune.db import open_store
-
     tls = _server_tls(host, tls_cert, tls_key, tls_client_ca, insecure=insecure,
                       grpc=grpc_port is not None)
+    from xe2tune.db import open_store
+
     # fail with one line here, not with a traceback from the lifespan
     with closing(open_store(db)) as store:
         url = store.url
@@ -85,6 +83,8 @@ def serve(
                   + ("enabled" if config.api_token() else "for worker tokens only (no "
                                                          "XE2TUNE_API_TOKEN)"),
                   highlight=False, soft_wrap=True)
+    import uvicorn
+
     uvicorn.run("xe2tune.api.main:create_asgi_app", factory=True, host=host, port=port,
                 workers=workers, access_log=access_log, log_level="info", proxy_headers=False,
                 timeout_graceful_shutdown=5, **(tls.uvicorn_options() if tls else {}),
