@@ -8,8 +8,8 @@ Usage:
 e4m3 and e5m2 (per-KV-head scales), each with its family default, every output checked against
 the float64 reference, timed by device profiling on rotated buffer sets (last-level cache
 busted) in alternating rounds; prints each one's median time and, per round, its time over the
-fp16 K/V time of the same round. ``--base REV`` adds fp16 K/V built from the kernel sources of git
-revision REV (same config), to see what a kernel change did in the same run.
+fp16 K/V time of the same round. ``--base REV`` adds fp16 and e4m3 K/V built from the kernel sources
+of git revision REV (same configs), to see what a kernel change did in the same run.
 ``mla``: absorbed MLA decode D 576 / Dv 512, one latent K/V head, --heads query heads, bf16:
 ours (family default, device profiling as above) against torch.nn.functional.
 scaled_dot_product_attention on CPU tensors of the same values (K/V expanded over the heads by
@@ -90,8 +90,9 @@ def run_fp8(queue, caps, args) -> None:
                                     ("e4m3 K/V", dataclasses.replace(base, kv_dtype="e4m3")),
                                     ("e5m2 K/V", dataclasses.replace(base, kv_dtype="e5m2")))]
     if args.base:
-        timed.append(prepare(queue, caps, f"fp16 K/V at {args.base}", base,
-                             make_inputs(base, seed=1), kernel_sources(args.base)))
+        sources = kernel_sources(args.base)
+        timed += [prepare(queue, caps, f"{t.label} at {args.base}", t.problem,
+                          make_inputs(t.problem, seed=1), sources) for t in timed[:2]]
     ratios: dict[str, list[float]] = {t.label: [] for t in timed}
     for _ in range(args.rounds):
         medians = [t.time(args.iters) for t in timed]
