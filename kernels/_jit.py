@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from xe2tune.config import cache_dir
 from xe2tune.errors import KernelCompileError
 from xe2tune.kernels._native_build import load_extension
 
@@ -45,6 +46,44 @@ def define_flags(defines: Mapping[str, int | str | bool]) -> list[str]:
             raise ValueError(f"define {name}={text!r} is not a plain token")
         flags.append(f"-D{DEFINE_PREFIX}{name}={text}")
     return flags
+
+
+def _compiled_text(file_name: str, text: str, flags: Sequence[str]) -> str:
+    """The text the run-time compiler gets: a preamble of the SYCL headers alone, the config's
+    macros (``flags`` as ``#define`` lines) and the kernel source under its own name.
+
+    The compiler precompiles a source's preamble (its leading preprocessor directives) once and
+    keeps it under the user cache (``--persistent-auto-pch``), so a build skips parsing the SYCL
+    headers (measured on the CPU device: a decode build 2.6 -> 1.9 s). A preamble is reused only
+    when its text and the options are the same, so the macros are neither ``-D`` flags nor
+    directives of the preamble, which a declaration ends. That declaration spells the macros
+    out: the runtime's persistent cache keys a build by its preprocessed text and options, and
+    a macro tested only by ``#if`` (a config an ``#error`` rejects) would leave no trace there,
+    so the failing build would be answered with another config's kernels.
+    """
+    macros = "".join(f"#define {flag[2:].replace('=', ' ', 1)}\n" for flag in flags)
+    return (f"#include <sycl/sycl.hpp>\n"
+            f'[[maybe_unused]] static constexpr char xe2t_build_macros[] = "{" ".join(flags)}";\n'
+            f'{macros}#line 1 "{file_name}"\n{text}')
+
+
+_RTC_LOCATION = re.compile(r"\brtc_\d+\.cpp:(\d+):")
+
+
+def _located_log(log: str, file_name: str, flags: Sequence[str]) -> str:
+    """The compiler log with the compiled text's locations (``rtc_<n>.cpp:<line>:``, counted
+    from the preamble) as the kernel source's own (``<file_name>:<line>:``)."""
+    before = 3 + len(flags)  # the lines _compiled_text puts ahead of the source's first
+
+    def located(match: re.Match[str]) -> str:
+        line = int(match.group(1)) - before
+        return f"{file_name}:{line}:" if line > 0 else match.group(0)
+
+    return _RTC_LOCATION.sub(located, log)
+
+
+def _compile_options() -> tuple[str, ...]:
+    return ("-O3", f"--persistent-auto-pch={cache_dir() / 'sycl-preambles'}")
 
 
 def kernel_source(file_name: str) -> str:
@@ -141,9 +180,9 @@ def build_program(
     Raises:
         KernelCompileError: with the compiler log and the path of the source that failed.
     """
-    options = tuple(define_flags(defines)) + ("-O3",)
+    flags = tuple(define_flags(defines))
     read = sources.get if sources is not None else _read_kernel_file
-    key = (_device_key(queue), source_hash(file_name, sources), options, tuple(kernel_names))
+    key = (_device_key(queue), source_hash(file_name, sources), flags, tuple(kernel_names))
     with _cache_lock:
         hit = _cache.get(key)
     if hit is not None:
@@ -152,13 +191,14 @@ def build_program(
     started = time.perf_counter()
     try:
         kernels, log, spills = ext.build_sycl_source(
-            queue, read(file_name) or "", _headers(file_name, read), list(kernel_names),
-            list(options)
+            queue, _compiled_text(file_name, read(file_name) or "", flags),
+            _headers(file_name, read), list(kernel_names), list(_compile_options())
         )
     except ext.BuildError as exc:
         message, log = exc.args
+        log = _located_log(log, file_name, flags)
         raise KernelCompileError(
-            f"building {file_name} with {' '.join(options)} failed: {message.splitlines()[0]}",
+            f"building {file_name} with {' '.join(flags)} failed: {message.splitlines()[0]}",
             log=log,
             source_path=str(KERNEL_DIR / file_name),
         ) from None

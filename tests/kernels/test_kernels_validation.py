@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import secrets
+from pathlib import Path
 
 import ml_dtypes
 import numpy as np
@@ -210,6 +212,48 @@ def test_cpp_static_asserts_mirror_invalid_reason(cpu_queue, changes, message):
         build_program(cpu_queue, family.source_file, family.kernel_names,
                       family.defines(config, problem, CPU_CAPS))
     assert message in info.value.log
+
+
+@pytest.mark.requires_xpu
+def test_a_compile_error_names_the_kernel_source_and_its_own_line(cpu_queue):
+    # The compiled text puts the SYCL preamble and the config's macros ahead of the source
+    # (kernels/_jit.py); the log must still point at the source's own line.
+    source = "#include <sycl/sycl.hpp>\n\nint broken = ;\n"
+    with pytest.raises(KernelCompileError) as info:
+        build_program(cpu_queue, "sdpa_decode.cpp", ["xe2t_none"], {"D": 64, "BQ": 16},
+                      sources={"sdpa_decode.cpp": source})
+    assert "sdpa_decode.cpp:3:" in info.value.log and "rtc_" not in info.value.log, (
+        info.value.log)
+
+
+@pytest.mark.requires_xpu
+def test_a_config_an_error_directive_rejects_is_not_answered_from_the_cache(cpu_queue):
+    # The runtime's persistent cache keys a build by its preprocessed text: XE2T_BROKEN only
+    # reaches an #if, so without the macros spelled out in the text both configs would share a key.
+    probe = str(Path(__file__).parents[1] / "data" / "spirv_probe.cpp")
+    nonce = secrets.randbelow(10**9)  # a key no earlier run can have cached
+    build_program(cpu_queue, probe, [], {"BROKEN": 0, "NONCE": nonce})
+    with pytest.raises(KernelCompileError) as info:
+        build_program(cpu_queue, probe, [], {"BROKEN": 1, "NONCE": nonce})
+    assert "this build fails on purpose" in info.value.log
+
+
+@pytest.mark.requires_xpu
+def test_builds_share_one_precompiled_preamble_of_the_sycl_headers(cpu_queue, tmp_path,
+                                                                   monkeypatch):
+    monkeypatch.setenv("XE2TUNE_CACHE_DIR", str(tmp_path))
+    problem = P("prefill", 64, "fp32")
+    family = family_for_mode("prefill")
+    config = family.config_from_params(problem, PREFILL)
+    defines = family.defines(config, problem, CPU_CAPS)
+    preambles = tmp_path / "sycl-preambles"
+    build_program(cpu_queue, family.source_file, family.kernel_names, defines)
+    first = sorted(preambles.iterdir())
+    assert len(first) == 1, first
+    # other macros (another config) reuse it rather than precompile their own
+    build_program(cpu_queue, family.source_file, family.kernel_names,
+                  {**defines, "STAGES": 0})
+    assert sorted(preambles.iterdir()) == first
 
 
 def test_reference_masks_bottom_right_and_zeroes_rows_without_keys():
