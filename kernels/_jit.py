@@ -61,10 +61,15 @@ def _compiled_text(file_name: str, text: str, flags: Sequence[str]) -> str:
     a macro tested only by ``#if`` (a config an ``#error`` rejects) would leave no trace there,
     so the failing build would be answered with another config's kernels.
     """
-    macros = "".join(f"#define {flag[2:].replace('=', ' ', 1)}\n" for flag in flags)
-    return (f"#include <sycl/sycl.hpp>\n"
-            f'[[maybe_unused]] static constexpr char xe2t_build_macros[] = "{" ".join(flags)}";\n'
-            f'{macros}#line 1 "{file_name}"\n{text}')
+    return "".join(line + "\n" for line in _lines_ahead(file_name, flags)) + text
+
+
+def _lines_ahead(file_name: str, flags: Sequence[str]) -> list[str]:
+    """The lines :func:`_compiled_text` puts ahead of the kernel source's first."""
+    return ["#include <sycl/sycl.hpp>",
+            f'[[maybe_unused]] static constexpr char xe2t_build_macros[] = "{" ".join(flags)}";',
+            *(f"#define {flag[2:].replace('=', ' ', 1)}" for flag in flags),
+            f'#line 1 "{file_name}"']
 
 
 _RTC_LOCATION = re.compile(r"\brtc_\d+\.cpp:(\d+):")
@@ -73,7 +78,7 @@ _RTC_LOCATION = re.compile(r"\brtc_\d+\.cpp:(\d+):")
 def _located_log(log: str, file_name: str, flags: Sequence[str]) -> str:
     """The compiler log with the compiled text's locations (``rtc_<n>.cpp:<line>:``, counted
     from the preamble) as the kernel source's own (``<file_name>:<line>:``)."""
-    before = 3 + len(flags)  # the lines _compiled_text puts ahead of the source's first
+    before = len(_lines_ahead(file_name, flags))
 
     def located(match: re.Match[str]) -> str:
         line = int(match.group(1)) - before

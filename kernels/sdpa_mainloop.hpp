@@ -452,8 +452,8 @@ struct SdpaMainloop {
   // puts one key's heads side by side) instead of one head's rows Hkv * D apart. With several
   // heads read in place (kKeyMajor) the scores go further: KC keys of every head before the next
   // KC keys of any, so K streams through in memory order, and V is prefetched by the P x V
-  // product (Ahead). Every work-item of the work-group must call this with the same kb0, kb1 (the staged
-  // path has barriers).
+  // product (Ahead). Every work-item of the work-group must call this with the same kb0, kb1
+  // (the staged path has barriers).
   template <int HB>
   static void run(const Slice (&s)[HB], int row0, int t, int kb0, int kb1, float *local,
                   sycl::group<2> wg, State (&st)[HB]) {
