@@ -17,6 +17,7 @@ import time
 import urllib.error
 import urllib.request
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import optuna
@@ -172,8 +173,12 @@ def stored(url: str) -> list[tuple[int, str]]:
 def running_trial_of(url: str, pid: int) -> tuple[str, optuna.trial.FrozenTrial] | None:
     """A trial the worker ``pid`` is measuring, and its study's name, once some trial was
     stored."""
-    if not stored(url):
-        return None
+    return owned_trial(url, pid) if stored(url) else None
+
+
+def owned_trial(url: str, pid: int) -> tuple[str, optuna.trial.FrozenTrial] | None:
+    """A trial the worker ``pid`` has asked (with its config) and not told, and its study's
+    name."""
     for name, trials in optuna_trials(url).items():
         for t in trials:
             if (t.state is optuna.trial.TrialState.RUNNING and t.params
@@ -191,6 +196,23 @@ def rerun_of(studies: dict[str, list[optuna.trial.FrozenTrial]],
     (rerun,) = [t for t in studies[name] if t.number == trial.number]
     assert trial.params.items() <= rerun.params.items(), (trial.params, rerun.params)
     return rerun
+
+
+def start_victim_first(start: Callable[[], subprocess.Popen], url: str,
+                       workers: int) -> list[subprocess.Popen]:
+    """``workers`` workers, the first (the victim) alone until it owns a trial.
+
+    Started together, the others can ask every trial of the small budget (each asks two ahead)
+    before the victim's first ask, and a victim without a trial has none to be killed in.
+    """
+    victim = start()
+    try:
+        wait_until(lambda: owned_trial(url, victim.pid), what="the victim's first trial")
+    except BaseException:
+        os.killpg(victim.pid, signal.SIGKILL)
+        victim.wait()
+        raise
+    return [victim, *(start() for _ in range(workers - 1))]
 
 
 def kill_in_flight(url: str,
@@ -269,7 +291,7 @@ def test_three_workers_spend_the_budget_exactly_and_a_killed_ones_trial_is_rerun
         campaign_db: str, tmp_path: Path) -> None:
     url = campaign_db
     with running_server(url, tmp_path / "serve.log") as base, Readers(url, base) as readers:
-        workers = [start_worker(url) for _ in range(3)]
+        workers = start_victim_first(lambda: start_worker(url), url, 3)
         victim = workers[0]
         try:
             in_flight = kill_in_flight(url, victim)
@@ -372,7 +394,7 @@ def test_grpc_workers_spend_the_budget_exactly_and_a_killed_ones_trial_is_rerun(
     with running_server(url, tmp_path / "serve.log", token=token,
                         extra_args=("--grpc-port", str(grpc_port), "--insecure")) as base, \
             Readers(url, base) as readers:
-        workers = [start_grpc_worker(grpc_port, base, env) for _ in range(2)]
+        workers = start_victim_first(lambda: start_grpc_worker(grpc_port, base, env), url, 2)
         victim, survivor = workers
         try:
             in_flight = kill_in_flight(url, victim)
