@@ -67,6 +67,10 @@ class TrialLoop:
             first = self.coordinator.ask()
             if first is not None:
                 untold.append(first)
+                # Built in the background ahead of those asked ahead, as they are: measured
+                # unbuilt, it would compile beside all of them (three builds at once for two
+                # build threads, the first result the last to come).
+                self.runner.prebuild(self.request(first.config))
             while untold and progress.trial_index < trials:
                 current = untold[0]
                 progress.trial_index += 1

@@ -103,15 +103,22 @@ class InProcessTrialRunner:
         self._runner = runner
         self._pool = (ThreadPoolExecutor(max_workers=1, thread_name_prefix="xe2tune-build")
                       if overlaps_builds(runner.caps) else None)
-        self._pending: Future[None] | None = None
+        self._pending: dict[str, Future[None]] = {}  # by config hash
         self._abandoned = False
 
     def prebuild(self, request: MeasureRequest) -> None:
         if self._pool is not None:
-            self._pending = self._pool.submit(self._runner.prebuild, request)
+            self._pending = {h: f for h, f in self._pending.items() if not f.done()}
+            config_hash = request.config.config_hash()
+            if config_hash not in self._pending:
+                self._pending[config_hash] = self._pool.submit(self._runner.prebuild, request)
 
     def measure(self, request: MeasureRequest) -> TrialResult:
         self._abandoned = False
+        # A config still compiling in the background is waited for, not compiled twice.
+        pending = self._pending.pop(request.config.config_hash(), None)
+        if pending is not None:
+            pending.result()
         result = self._runner.measure(request)
         if self._abandoned:
             raise TrialAbandoned("the trial was abandoned")
@@ -128,10 +135,10 @@ class InProcessTrialRunner:
         self._abandoned = True
 
     def wait_for_builds(self) -> None:
-        """Block until the background build (if any) is done."""
-        if self._pending is not None:
-            self._pending.result()
-            self._pending = None
+        """Block until the background builds (if any) are done."""
+        for pending in self._pending.values():
+            pending.result()
+        self._pending = {}
 
     def close(self) -> None:
         self.wait_for_builds()
