@@ -175,10 +175,13 @@ def test_on_the_cpu_device_builds_run_ahead_but_never_beside_a_timing(configs):
             runner.close()
         timelines[overlap] = list(runner.timeline)
 
-    for marks in timelines.values():
+    for overlap, marks in timelines.items():
         built_ahead = [m.config_hash for m in marks if m.phase == "background build"]
+        # On the CPU device a prebuild waits for a measurement that needs it, so the last one,
+        # asked before the comparison and never measured, is never built.
+        ahead = chosen[1:] + [configs[5]] if overlap else chosen[1:]
         # two threads: the order in which two builds start is theirs
-        assert sorted(built_ahead) == sorted(c.config_hash() for c in chosen[1:] + [configs[5]])
+        assert sorted(built_ahead) == sorted(c.config_hash() for c in ahead)
         # each timing's span ends with its own mark
         assert len(_intervals(marks, "time", "timed")) == 5 + 2 * 2
         assert all(end < float("inf") for _, end in _intervals(marks, "time", "timed"))
