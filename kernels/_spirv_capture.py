@@ -90,8 +90,8 @@ def _run_child(
 
     Raises:
         subprocess.TimeoutExpired: past ``timeout_s`` (the child is killed first).
-        DeviceProcessError: if the child dies without writing its outcome (unless the plan
-            ``needs_intel_gpu`` and its SPIR-V was dumped: the death is then the outcome).
+        DeviceProcessError: if the child dies before any SPIR-V was dumped (after, the death
+            is its outcome: ``"died"``).
     """
     request = json.dumps({"source_file": plan.source_file, "defines": dict(plan.defines),
                           "sources": dict(sources) if sources is not None else None})
@@ -108,12 +108,12 @@ def _run_child(
             return json.loads(result_path.read_text()), images
         last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
         died = f"the SPIR-V capture child exited with {proc.returncode}: {last}"
-        if not (plan.needs_intel_gpu and images):
+        if not images:
             raise DeviceProcessError(died, proc.stderr)
         # The CPU back end may crash on what it does compile (the OpenCL CPU runtime of an AMX
-        # Xeon compiles joint_matrix kernels, and segfaults on the construct IGC does):
-        # the SPIR-V was dumped before, and it is all a GPU plan's capture needs.
-        return {"ok": False, "message": died, "log": f"{died}\n{proc.stderr}",
+        # Xeon compiles joint_matrix kernels, and segfaults on the construct IGC does) after
+        # the SPIR-V was dumped: the death is the build's outcome, judged as a failed build.
+        return {"ok": False, "died": True, "message": died, "log": f"{died}\n{proc.stderr}",
                 "source_path": plan.source_file}, images
 
 
@@ -150,12 +150,14 @@ def capture_spirv(
             raise CaptureTimeout(f"capturing the SPIR-V of {plan.source_file} took over "
                                  f"{timeout_s:g} s; the build was killed") from None
         modules = tuple(parse_spirv(image) for image in images)
-        if (result["ok"] or (plan.needs_intel_gpu and images)
+        if (result["ok"] or result.get("died") or (plan.needs_intel_gpu and images)
                 or not any(k.subgroup_size for m in modules for k in m.kernels)):
             break
-    # A plan for an Intel GPU's built-ins fails in the CPU back end after its SPIR-V was
-    # dumped: that SPIR-V is the capture, and the CPU's verdict stays in the log.
+    # A plan for an Intel GPU's built-ins fails (or crashes) in the CPU back end after its
+    # SPIR-V was dumped: that SPIR-V is the capture, and the CPU's verdict stays in the log.
     if not result["ok"] and not (plan.needs_intel_gpu and images):
+        if result.get("died"):
+            raise DeviceProcessError(result["message"], result["log"])
         raise KernelCompileError(result["message"], log=result["log"],
                                  source_path=result["source_path"])
     return SpirvCapture(modules, images, result["log"], result.get("build_s", 0.0),

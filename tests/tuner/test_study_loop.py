@@ -8,8 +8,8 @@ from pathlib import Path
 from xe2tune.harness import MeasureRequest, TrialResult
 from xe2tune.kernels import get_family
 from xe2tune.testing.records import ok_result
-from xe2tune.testing.trial_coordinator_contract import PROBLEM, World, config_of
-from xe2tune.tuner import AskedTrial, Outcome, StudyProgress, TrialLoop
+from xe2tune.testing.trial_coordinator_contract import PROBLEM, NoRecorder, World, config_of
+from xe2tune.tuner import StudyProgress, TrialLoop
 
 
 class RecordingRunner:
@@ -25,14 +25,6 @@ class RecordingRunner:
     def measure(self, request: MeasureRequest) -> TrialResult:
         self.calls.append(("measure", request.config.config_hash()))
         return ok_result(request.config, median_s=1e-3)
-
-
-class NoRecorder:
-    def stored_outcome(self, asked: AskedTrial) -> Outcome | None:
-        return None
-
-    def save(self, asked: AskedTrial, result: TrialResult) -> None:
-        pass
 
 
 def test_every_trial_is_prebuilt_in_the_order_asked_the_first_before_those_ahead(

@@ -221,7 +221,9 @@ class _BlockingRunner:
         self._abandoned.set()
 
 
-class _NoRecorder:
+class NoRecorder:
+    """A TrialRecorder that stores nothing and finds nothing stored: the loop's own steps only."""
+
     def stored_outcome(self, asked: AskedTrial) -> Outcome | None:
         return None
 
@@ -263,7 +265,7 @@ def child_main() -> None:
             time.sleep(600)
         runner = _BlockingRunner()
         signal.signal(signal.SIGTERM, lambda *_: runner.abandon())
-        loop = TrialLoop(coordinator, _NoRecorder(), runner,
+        loop = TrialLoop(coordinator, NoRecorder(), runner,
                          lambda config: MeasureRequest(get_family("sdpa_prefill"), PROBLEM,
                                                        config), config_of({"bq": 64,
                                                                            "stages": 2}))
