@@ -48,9 +48,11 @@ def define_flags(defines: Mapping[str, int | str | bool]) -> list[str]:
     return flags
 
 
-def _compiled_text(file_name: str, text: str, flags: Sequence[str]) -> str:
-    """The text the run-time compiler gets: a preamble of the SYCL headers alone, the config's
-    macros (``flags`` as ``#define`` lines) and the kernel source under its own name.
+def _compiled_text(file_name: str, text: str, flags: Sequence[str],
+                   preamble: Sequence[str]) -> str:
+    """The text the run-time compiler gets: a preamble of the SYCL headers alone
+    (:func:`_sycl_preamble`), the config's macros (``flags`` as ``#define`` lines) and the
+    kernel source under its own name.
 
     The compiler precompiles a source's preamble (its leading preprocessor directives) once and
     keeps it under the user cache (``--persistent-auto-pch``), so a build skips parsing the SYCL
@@ -61,24 +63,40 @@ def _compiled_text(file_name: str, text: str, flags: Sequence[str]) -> str:
     a macro tested only by ``#if`` (a config an ``#error`` rejects) would leave no trace there,
     so the failing build would be answered with another config's kernels.
     """
-    return "".join(line + "\n" for line in _lines_ahead(file_name, flags)) + text
+    return "".join(line + "\n" for line in _lines_ahead(file_name, flags, preamble)) + text
 
 
-def _lines_ahead(file_name: str, flags: Sequence[str]) -> list[str]:
+def _lines_ahead(file_name: str, flags: Sequence[str], preamble: Sequence[str]) -> list[str]:
     """The lines :func:`_compiled_text` puts ahead of the kernel source's first."""
-    return ["#include <sycl/sycl.hpp>",
+    return [*preamble,
             f'[[maybe_unused]] static constexpr char xe2t_build_macros[] = "{" ".join(flags)}";',
             *(f"#define {flag[2:].replace('=', ' ', 1)}" for flag in flags),
             f'#line 1 "{file_name}"']
 
 
+SYCL_HEADERS = "sycl_device.hpp"
+_SYSTEM_INCLUDE = re.compile(r"^#include <[^>]+>$", re.MULTILINE)
+
+
+def _sycl_preamble(read: Callable[[str], str | None]) -> list[str]:
+    """The preamble's lines: the ``#include <...>`` lines of ``kernels/sycl_device.hpp``, which
+    every kernel source includes (their text, not the header's name, keys the precompiled
+    preamble, so an edit of the list is a new preamble), or ``<sycl/sycl.hpp>`` for sources
+    from before that header (another revision's, a test's own)."""
+    text = read(SYCL_HEADERS)
+    if text is None:
+        return ["#include <sycl/sycl.hpp>"]
+    return _SYSTEM_INCLUDE.findall(text)
+
+
 _RTC_LOCATION = re.compile(r"\brtc_\d+\.cpp:(\d+):")
 
 
-def _located_log(log: str, file_name: str, flags: Sequence[str]) -> str:
+def _located_log(log: str, file_name: str, flags: Sequence[str],
+                 preamble: Sequence[str]) -> str:
     """The compiler log with the compiled text's locations (``rtc_<n>.cpp:<line>:``, counted
     from the preamble) as the kernel source's own (``<file_name>:<line>:``)."""
-    before = len(_lines_ahead(file_name, flags))
+    before = len(_lines_ahead(file_name, flags, preamble))
 
     def located(match: re.Match[str]) -> str:
         line = int(match.group(1)) - before
@@ -193,15 +211,16 @@ def build_program(
     if hit is not None:
         return BuiltProgram(hit.kernels, 0.0, True, hit.log, hit.spill_bytes)
     ext = load_extension()
+    preamble = _sycl_preamble(read)
     started = time.perf_counter()
     try:
         kernels, log, spills = ext.build_sycl_source(
-            queue, _compiled_text(file_name, read(file_name) or "", flags),
+            queue, _compiled_text(file_name, read(file_name) or "", flags, preamble),
             _headers(file_name, read), list(kernel_names), list(_compile_options())
         )
     except ext.BuildError as exc:
         message, log = exc.args
-        log = _located_log(log, file_name, flags)
+        log = _located_log(log, file_name, flags, preamble)
         raise KernelCompileError(
             f"building {file_name} with {' '.join(flags)} failed: {message.splitlines()[0]}",
             log=log,

@@ -1,6 +1,6 @@
 // Bandwidth ceiling: a streaming copy, each work-item moving XE2T_VEC floats per step.
 // Bytes = 2 * buffer size (read + write).
-#include <sycl/sycl.hpp>
+#include "sycl_device.hpp"
 
 namespace syclext = sycl::ext::oneapi;
 namespace syclexp = sycl::ext::oneapi::experimental;

@@ -5,7 +5,7 @@
 // xe2t_ceiling_fma_<fp32|fp16>_v<VEC>_c<CHAINS>_i<ITERS>: CHAINS independent accumulators of
 // sycl::vec<T, VEC> hide FMA latency; each work-item runs ITERS rounds.
 // FLOPs = global size * ITERS * CHAINS * VEC * 2.
-#include <sycl/sycl.hpp>
+#include "sycl_device.hpp"
 
 namespace syclext = sycl::ext::oneapi;
 namespace syclexp = sycl::ext::oneapi::experimental;

@@ -7,7 +7,7 @@
 // Phase 2 (xe2t_sdpa_decode_combine): one work-item per output row; rescales and sums the
 //   partials. nd-range: global (batch * heads_kv, q_len * group), local (1, 1).
 // Scratch: part_o [batch * heads_kv, chunks, rows, Dv], part_ml [batch * heads_kv, chunks, rows, 2].
-#include <sycl/sycl.hpp>
+#include "sycl_device.hpp"
 
 #include "sdpa_config.hpp"
 

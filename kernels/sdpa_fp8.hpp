@@ -8,7 +8,7 @@
 //   (sdpa_kv_variant.hpp). e4m3fn has no infinity; its NaN (S.1111.111) reads as +-480.
 #pragma once
 
-#include <sycl/sycl.hpp>
+#include "sycl_device.hpp"
 
 #include <cstdint>
 

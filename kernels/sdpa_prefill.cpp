@@ -3,7 +3,7 @@
 // nd-range: global (batch * heads_kv, row_tiles * NT), local (1, NT).
 // With KV_STAGE 2, xe2t_sdpa_pack_kv first packs every K/V block into the fp32 tiles the
 // mainloop reads (tiles [batch, heads_kv, blocks, TILE_FLOATS]); otherwise tiles is unused.
-#include <sycl/sycl.hpp>
+#include "sycl_device.hpp"
 
 #include "sdpa_config.hpp"
 

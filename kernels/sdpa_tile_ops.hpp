@@ -9,7 +9,7 @@
 // The matrix-engine family has tile ops of its own over DPAS fragments (sdpa_xmx_ops.hpp).
 #pragma once
 
-#include <sycl/sycl.hpp>
+#include "sycl_device.hpp"
 
 #include <cstdint>
 #include <limits>

@@ -20,7 +20,7 @@
 //   run the correctness grid where there is no matrix engine.
 #pragma once
 
-#include <sycl/sycl.hpp>
+#include "sycl_device.hpp"
 
 #include <cstdint>
 

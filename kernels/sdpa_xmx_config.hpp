@@ -3,7 +3,7 @@
 // Included by the xmx kernel sources only.
 #pragma once
 
-#include <sycl/sycl.hpp>
+#include "sycl_device.hpp"
 
 #include "sdpa_xmx_fragment.hpp"
 

@@ -11,7 +11,7 @@
 // Phase 2 (xe2t_xmx_decode_combine): one work-item per output element rescales and sums the
 //   partials. nd-range: global (batch * heads_kv * q_len * G, Dv), local (1, 16).
 // Scratch: part_o [batch * heads_kv, chunks, padded rows, Dv], part_ml [..., padded rows, 2].
-#include <sycl/sycl.hpp>
+#include "sycl_device.hpp"
 
 #include "sdpa_xmx_config.hpp"
 

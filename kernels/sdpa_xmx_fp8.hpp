@@ -13,7 +13,7 @@
 // (mainloop).
 #pragma once
 
-#include <sycl/sycl.hpp>
+#include "sycl_device.hpp"
 
 #include <cstdint>
 

@@ -6,7 +6,7 @@
 // 16 x 16 B operand likewise, lane j holding column j of all 16 rows (K dimension), in pairs.
 #pragma once
 
-#include <sycl/sycl.hpp>
+#include "sycl_device.hpp"
 
 #include <cstdint>
 

@@ -2,7 +2,7 @@
 // head) streams every K/V block its rows may see (sdpa_xmx_mainloop.hpp), merges the SG_K key
 // shares and writes normalized O.
 // nd-range: global (batch * heads_kv, row_tiles * SG_Q * SG_K * 16), local (1, SG_Q * SG_K * 16).
-#include <sycl/sycl.hpp>
+#include "sycl_device.hpp"
 
 #include "sdpa_xmx_config.hpp"
 

@@ -1,5 +1,5 @@
 // A minimal free-function kernel: the build path's smoke test and the template for new kernels.
-#include <sycl/sycl.hpp>
+#include "sycl_device.hpp"
 
 namespace syclext = sycl::ext::oneapi;
 namespace syclexp = sycl::ext::oneapi::experimental;

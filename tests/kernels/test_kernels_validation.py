@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import random
+import re
 import secrets
 from pathlib import Path
 
@@ -28,6 +29,7 @@ from xe2tune.kernels import (
     make_inputs,
     reference_sdpa,
 )
+from xe2tune.kernels._jit import KERNEL_DIR, SYCL_HEADERS, _sycl_preamble
 
 
 def P(mode="prefill", d=128, dtype="fp16", q_len=129, kv_len=1000, hq=8, hkv=2,  # noqa: N802
@@ -254,6 +256,19 @@ def test_builds_share_one_precompiled_preamble_of_the_sycl_headers(cpu_queue, tm
     build_program(cpu_queue, family.source_file, family.kernel_names,
                   {**defines, "STAGES": 0})
     assert sorted(preambles.iterdir()) == first
+
+
+def test_kernel_sources_take_sycl_from_the_precompiled_preamble_alone():
+    """A kernel file including <sycl/...> itself would have that parsed after the preamble on
+    every build (<sycl/sycl.hpp>: the whole host API, a third of a build); each takes SYCL from
+    sycl_device.hpp, whose include lines are the preamble, word for word."""
+    header = (KERNEL_DIR / SYCL_HEADERS).read_text()
+    preamble = _sycl_preamble(lambda name: (KERNEL_DIR / name).read_text())
+    assert preamble and preamble == re.findall(r"^#include <.+>$", header, re.MULTILINE)
+    for path in sorted(KERNEL_DIR.glob("*.[ch]pp")):
+        if path.name != SYCL_HEADERS:
+            assert not re.findall(r"^\s*#\s*include\s*<sycl", path.read_text(), re.MULTILINE), \
+                f"{path.name}: include {SYCL_HEADERS!r}, not a SYCL header"
 
 
 def test_reference_masks_bottom_right_and_zeroes_rows_without_keys():
