@@ -8,8 +8,10 @@ slowed by another process may lower it (kernels are still ranked by their median
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import TypeVar
 
 import dpctl
 import dpctl.memory as dpm
@@ -103,10 +105,11 @@ def build_microkernels(queue: dpctl.SyclQueue, threads: int = BUILD_THREADS) -> 
             build.result()
 
 
-def _fma_flops(queue: dpctl.SyclQueue, half: bool, settings: BenchSettings) -> float:
-    best = 0.0
-    for v in _fma_variants(queue):
-        iters = v.iters
+def _fma_flops(queue: dpctl.SyclQueue, half: bool, settings: BenchSettings,
+               variants: Sequence[FmaVariant]) -> dict[FmaVariant, float]:
+    """FLOP/s of each variant's fastest launch."""
+    flops = {}
+    for v in variants:
         kernel = _build_fma(queue).kernels[v.kernel_name(half)]
         seed = ctypes.c_uint16(0x3C00) if half else ctypes.c_float(1.0)
         rotation = BufferRotation(
@@ -119,9 +122,8 @@ def _fma_flops(queue: dpctl.SyclQueue, half: bool, settings: BenchSettings) -> f
             ],
             rotation, settings,
         )
-        flops = v.global_size * iters * v.chains * v.vec * 2.0
-        best = max(best, flops / stats.min)
-    return best
+        flops[v] = v.global_size * v.iters * v.chains * v.vec * 2.0 / stats.min
+    return flops
 
 
 CEILING_SETTINGS = BenchSettings(warmup=5, iterations=30, time_budget_s=1.0)
@@ -130,38 +132,73 @@ CEILING_SETTINGS = BenchSettings(warmup=5, iterations=30, time_budget_s=1.0)
 # a shared VM: one measurement of 243 GFLOP/s among 327-354, and a prefill at 268): passes
 # spread over the measurement give the load time to leave.
 CEILING_PASSES = 3
+# Later passes time again only the shapes within this fraction of the best so far: a load can
+# halve a pass, not make a shape several times slower win (the CPU device's (2048, 64) copy
+# moves a fifth of what (1M, 256) does: 0.74 of each pass's 0.9 s, measured on the EPYC).
+RETIME_WITHIN = 0.5
 
 
 def measure_copy_bandwidth(queue: dpctl.SyclQueue, settings: BenchSettings,
                            llc_bytes: int = 0) -> float:
     """Bytes read + written per second by the streaming copy, best over its launch shapes,
     over buffer sets spanning at least twice ``llc_bytes``."""
-    kernel = _build_copy(queue).kernels["xe2t_ceiling_copy"]
-    n_vec = COPY_BYTES // 4 // COPY_VEC
+    rotation = _copy_buffers(queue, settings, llc_bytes)
+    return max(_copy_bandwidths(queue, rotation, settings, COPY_SHAPES).values())
 
+
+CopyBuffers = BufferRotation[tuple[dpm.MemoryUSMDevice, dpm.MemoryUSMDevice]]
+
+
+def _copy_buffers(queue: dpctl.SyclQueue, settings: BenchSettings,
+                  llc_bytes: int) -> CopyBuffers:
+    """The copy's (destination, source) sets, spanning at least twice ``llc_bytes``."""
     def allocate(_i: int) -> tuple[dpm.MemoryUSMDevice, dpm.MemoryUSMDevice]:
         src = dpm.MemoryUSMDevice(COPY_BYTES, queue=queue)
         src.memset(1)
         return dpm.MemoryUSMDevice(COPY_BYTES, queue=queue), src
 
-    rotation = BufferRotation(allocate, settings.n_buf, 2 * COPY_BYTES, llc_bytes)
-    best = 0.0
-    for global_size, local_size in COPY_SHAPES:
+    return BufferRotation(allocate, settings.n_buf, 2 * COPY_BYTES, llc_bytes)
+
+
+def _copy_bandwidths(queue: dpctl.SyclQueue, rotation: CopyBuffers, settings: BenchSettings,
+                     shapes: Sequence[tuple[int, int]]) -> dict[tuple[int, int], float]:
+    """Bandwidth of each (global, local) launch shape's fastest launch."""
+    kernel = _build_copy(queue).kernels["xe2t_ceiling_copy"]
+    n_vec = COPY_BYTES // 4 // COPY_VEC
+    bandwidths = {}
+    for global_size, local_size in shapes:
         stats = bench(
             lambda bufs, g=global_size, lo=local_size: [
                 queue.submit(kernel, [bufs[0], bufs[1], ctypes.c_long(n_vec)], [g], [lo])
             ],
             rotation, settings,
         )
-        best = max(best, 2.0 * COPY_BYTES / stats.min)
-    return best
+        bandwidths[(global_size, local_size)] = 2.0 * COPY_BYTES / stats.min
+    return bandwidths
+
+
+Shape = TypeVar("Shape")
+
+
+def _retimed(best: dict[Shape, float], every: Sequence[Shape]) -> list[Shape]:
+    """The shapes a pass times: all in the first (``best`` empty), then those within
+    RETIME_WITHIN of the best so far."""
+    if not best:
+        return list(every)
+    top = max(best.values())
+    return [shape for shape in every if best[shape] >= RETIME_WITHIN * top]
+
+
+def _best_of(best: dict[Shape, float], new: dict[Shape, float]) -> dict[Shape, float]:
+    return {**best, **{shape: max(best.get(shape, 0.0), x) for shape, x in new.items()}}
 
 
 def measure_ceilings(queue: dpctl.SyclQueue, settings: BenchSettings | None = None,
                      llc_bytes: int = 0) -> Ceilings:
     """Run both microkernels on the queue's device (the copy over sets spanning at least twice
     ``llc_bytes``), CEILING_PASSES times each, interleaved; the best pass of each is the ceiling
-    (fp16's FMA once only when it is under a quarter of fp32's: it is no roof then).
+    (fp16's FMA once only when it is under a quarter of fp32's: it is no roof then). The first
+    pass times every launch shape, later ones those within RETIME_WITHIN of the best.
     Every microkernel is built first (:func:`build_microkernels`), so no build runs beside a
     timing.
 
@@ -170,14 +207,21 @@ def measure_ceilings(queue: dpctl.SyclQueue, settings: BenchSettings | None = No
     """
     settings = settings or CEILING_SETTINGS
     build_microkernels(queue)
-    fp32 = fp16 = copy = 0.0
+    variants = _fma_variants(queue)
+    fp32: dict[FmaVariant, float] = {}
+    fp16: dict[FmaVariant, float] = {}
+    copy: dict[tuple[int, int], float] = {}
+    # one set of copy buffers for every pass: a new one would first fault in its pages
+    copy_buffers = _copy_buffers(queue, settings, llc_bytes)
     for n in range(CEILING_PASSES):
-        fp32 = max(fp32, _fma_flops(queue, False, settings))
+        fp32 = _best_of(fp32, _fma_flops(queue, False, settings, _retimed(fp32, variants)))
         # fp16 far below fp32 is emulated (the CPU device: a sixth to a tenth of it) and no
         # roof, the fp16 peak being the faster of the two. Loaded passes were seen at half the
         # best (fp32 118 vs 236 GFLOP/s at load 7 on 2 cores), not a quarter, so later passes
         # cannot lift it past fp32; its slow launches took a quarter to a half of the timing.
-        if n == 0 or fp16 >= fp32 / 4:
-            fp16 = max(fp16, _fma_flops(queue, True, settings))
-        copy = max(copy, measure_copy_bandwidth(queue, settings, llc_bytes))
-    return Ceilings(fma_fp32=fp32, fma_fp16=fp16, copy_bandwidth=copy)
+        if n == 0 or max(fp16.values()) >= max(fp32.values()) / 4:
+            fp16 = _best_of(fp16, _fma_flops(queue, True, settings, _retimed(fp16, variants)))
+        copy = _best_of(copy, _copy_bandwidths(queue, copy_buffers, settings,
+                                               _retimed(copy, COPY_SHAPES)))
+    return Ceilings(fma_fp32=max(fp32.values()), fma_fp16=max(fp16.values()),
+                    copy_bandwidth=max(copy.values()))
