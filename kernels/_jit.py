@@ -105,8 +105,12 @@ def _located_log(log: str, file_name: str, flags: Sequence[str],
     return _RTC_LOCATION.sub(located, log)
 
 
+# The options that shape a build's output; the preamble cache's place does not.
+_OUTPUT_OPTIONS = ("-O3",)
+
+
 def _compile_options() -> tuple[str, ...]:
-    return ("-O3", f"--persistent-auto-pch={cache_dir() / 'sycl-preambles'}")
+    return (*_OUTPUT_OPTIONS, f"--persistent-auto-pch={cache_dir() / 'sycl-preambles'}")
 
 
 def kernel_source(file_name: str) -> str:
@@ -175,6 +179,14 @@ class BuiltProgram:
 
 _cache: dict[tuple[str, str, tuple[str, ...], tuple[str, ...]], BuiltProgram] = {}
 _cache_lock = threading.Lock()
+
+
+def build_identity(file_name: str, defines: Mapping[str, int | str | bool],
+                   sources: Mapping[str, str] | None = None) -> dict[str, Any]:
+    """What a build's output is a function of, besides the device and runtime: the sources'
+    hash, the macros and the options (the preamble cache's path aside), as JSON values."""
+    return {"source": file_name, "source_hash": source_hash(file_name, sources),
+            "defines": define_flags(defines), "options": list(_OUTPUT_OPTIONS)}
 
 
 def _device_key(queue: dpctl.SyclQueue) -> str:

@@ -6,11 +6,24 @@ read once, when the runtime loads, hence a child process with its own environmen
 directory. The child builds on the embedded ``opencl:cpu`` device: the SPIR-V is what the
 front end made of the source and defines, whatever device it is then built for, so a catalog
 GPU's plan needs no GPU (its description only changes the defines).
+
+A capture is a function of the sources, the defines, the build options and the runtime, and a
+child costs about a second even when the runtime's own cache has the build (starting Python
+and the device), so captures are kept under the user cache dir, keyed by those. Only captures
+returned are kept: a child that died (an AMX Xeon's CPU back end on joint_matrix) is the
+machine's verdict, not the build's, and a timeout depends on its limit. With the runtime's own
+persistent cache off (``SYCL_CACHE_PERSISTENT=0``) this one is off too: a module the runtime
+serves from its cache dumps with other value names than a fresh build of the same source, and
+whoever turns that cache off wants the fresh build.
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import importlib.metadata
 import json
+import os
 import re
 import subprocess
 import sys
@@ -21,16 +34,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from xe2tune.config import cpu_vectorizer_mode, spirv_capture_env
+from xe2tune.config import cpu_vectorizer_mode, spirv_cache_dir, spirv_capture_env
 from xe2tune.errors import DeviceProcessError, KernelCompileError, Xe2TuneError
 from xe2tune.kernels._family import LaunchPlan
-from xe2tune.kernels._jit import build_program
+from xe2tune.kernels._jit import build_identity, build_program
 from xe2tune.kernels._spirv import KernelSpirv, SpirvSummary, parse_spirv
 
 CAPTURE_DEVICE = "opencl:cpu"
 _RESULT_FILE = "capture.json"
 # dpctl's own fill kernels are dumped as sycl_spir64.spv (no number): not the plan's build.
 _DUMP = re.compile(r"^sycl_spir64_(\d+)\.spv$")
+_CACHE_FORMAT = 1  # bump when what is cached changes
+_RUNTIME_DISTS = ("intel-sycl-rt", "intel-opencl-rt")  # the front end, the CPU back end
 _CHILD = ("import sys; from xe2tune.kernels._spirv_capture import child_main; "
           "sys.exit(child_main())")
 
@@ -52,6 +67,7 @@ class SpirvCapture:
     log: str
     build_seconds: float
     capture_seconds: float
+    cached: bool = False  # from the capture cache (build_seconds: the capture's that was kept)
 
     @property
     def kernels(self) -> tuple[KernelSpirv, ...]:
@@ -80,7 +96,8 @@ class SpirvCapture:
     def to_dict(self) -> dict[str, Any]:
         """:meth:`summary_dict` with the build's log and times."""
         return {**self.summary_dict(), "build_s": round(self.build_seconds, 3),
-                "capture_s": round(self.capture_seconds, 3), "log": self.log}
+                "capture_s": round(self.capture_seconds, 3), "cached": self.cached,
+                "log": self.log}
 
 
 def _run_child(
@@ -117,6 +134,42 @@ def _run_child(
                 "source_path": plan.source_file}, images
 
 
+def _runtime_versions() -> list[str]:
+    versions = []
+    for dist in _RUNTIME_DISTS:
+        try:
+            versions.append(f"{dist} {importlib.metadata.version(dist)}")
+        except importlib.metadata.PackageNotFoundError:
+            versions.append(f"{dist} (not installed)")
+    return versions
+
+
+def _cache_path(plan: LaunchPlan, sources: Mapping[str, str] | None) -> Path:
+    fields = {"build": build_identity(plan.source_file, plan.defines, sources),
+              "vectorizer_mode": cpu_vectorizer_mode(), "needs_intel_gpu": plan.needs_intel_gpu,
+              "runtime": _runtime_versions(), "format": _CACHE_FORMAT}
+    key = hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
+    return spirv_cache_dir() / f"{key}.json"
+
+
+def _cached(path: Path) -> tuple[str, float, tuple[bytes, ...]] | None:
+    """The log, build seconds and images kept at ``path``, if any (unreadable: none)."""
+    try:
+        kept = json.loads(path.read_text())
+        return (kept["log"], kept["build_s"],
+                tuple(base64.b64decode(image) for image in kept["images"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _keep(path: Path, capture: SpirvCapture) -> None:
+    kept = {"log": capture.log, "build_s": capture.build_seconds,
+            "images": [base64.b64encode(image).decode() for image in capture.images]}
+    partial = path.with_name(f"{path.name}.{time.monotonic_ns()}.partial")
+    partial.write_text(json.dumps(kept))
+    partial.replace(path)
+
+
 def capture_spirv(
     plan: LaunchPlan, *, timeout_s: float, sources: Mapping[str, str] | None = None
 ) -> SpirvCapture:
@@ -128,11 +181,12 @@ def capture_spirv(
     The build is the real one (:func:`xe2tune.kernels.build_program`, same options) with an
     empty kernel-name list, so kernels the CPU device leaves out of the bundle do not fail it.
     A plan that ``needs_intel_gpu`` is captured once its SPIR-V is dumped, whatever the CPU
-    back end then says of it. It runs first as this process would run it (same vectorizer mode
-    and persistent cache: a vector-lane family's capture costs what its real build costs, often
-    a cache hit); when
-    that fails and the SPIR-V requires a subgroup size, which the CPU runtime builds only under
-    vectorizer mode 0 (about 10x slower), once more under mode 0, whose verdict stands.
+    back end then says of it. A capture kept by the capture cache (module docstring) returns
+    without a child (``cached``). A child runs first as this process would run it (same
+    vectorizer mode and persistent cache: a vector-lane family's capture costs what its real
+    build costs, often a cache hit); when that fails and the SPIR-V requires a subgroup size,
+    which the CPU runtime builds only under vectorizer mode 0 (about 10x slower), once more
+    under mode 0, whose verdict stands.
     Scratch directories are deleted before this returns.
 
     Raises:
@@ -140,8 +194,16 @@ def capture_spirv(
         CaptureTimeout: if the capture takes longer than ``timeout_s`` (the child is killed).
         DeviceProcessError: if a child dies without a result (no device, a crash in the runtime).
         SpirvError: if a dumped module cannot be read.
+        OSError: if the cache dir cannot be written.
     """
     started = time.perf_counter()
+    cache_path = (_cache_path(plan, sources)
+                  if os.environ.get("SYCL_CACHE_PERSISTENT") != "0" else None)
+    kept = _cached(cache_path) if cache_path is not None else None
+    if kept is not None:
+        log, build_seconds, images = kept
+        return SpirvCapture(tuple(parse_spirv(image) for image in images), images, log,
+                            build_seconds, time.perf_counter() - started, cached=True)
     for mode in dict.fromkeys((cpu_vectorizer_mode(), "0")):
         try:
             result, images = _run_child(plan, mode, started + timeout_s - time.perf_counter(),
@@ -160,8 +222,11 @@ def capture_spirv(
             raise DeviceProcessError(result["message"], result["log"])
         raise KernelCompileError(result["message"], log=result["log"],
                                  source_path=result["source_path"])
-    return SpirvCapture(modules, images, result["log"], result.get("build_s", 0.0),
-                        time.perf_counter() - started)
+    capture = SpirvCapture(modules, images, result["log"], result.get("build_s", 0.0),
+                           time.perf_counter() - started)
+    if cache_path is not None and not result.get("died"):
+        _keep(cache_path, capture)
+    return capture
 
 
 def child_main() -> int:

@@ -60,6 +60,13 @@ def isa_cache_dir() -> Path:
     return path
 
 
+def spirv_cache_dir() -> Path:
+    """User cache dir of captured SPIR-V (one per source, defines, options and runtime)."""
+    path = cache_dir() / "spirv"
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
 def device_filter() -> str | None:
     """The SYCL filter string chosen through ``XE2TUNE_DEVICE``, if any."""
     return os.environ.get("XE2TUNE_DEVICE") or None

@@ -5,12 +5,15 @@ Captures build on the embedded opencl:cpu device in a child process (``SYCL_DUMP
 probe kernels under ``tests/data/`` have known features: two joint_matrix multiply-adds on
 16-lane subgroups (with and without ``grf_size<256>``), 1328 bytes of work-group static memory,
 a register-hungry loop, and a required subgroup size the CPU device must actually build.
+Captures are kept in the user's capture cache; a test of what the child does gives its probe a
+define of its own (``fresh``), so that a child runs.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import secrets
 import subprocess
 import tempfile
 from pathlib import Path
@@ -45,6 +48,11 @@ PREFILL = ProblemSpec(mode="prefill", head_dim=128, dtype="fp16", q_len=512, kv_
 def probe_plan(source: str, **defines: int) -> LaunchPlan:
     # Kernel sources are named relative to kernels/; an absolute path names a test source.
     return LaunchPlan(str(DATA / source), (), defines, (), {})
+
+
+def fresh(**defines: int) -> dict[str, int]:
+    """``defines`` and one no kept capture has: the capture runs a child."""
+    return {**defines, "NONCE": secrets.randbits(30)}
 
 
 def kernel(capture: SpirvCapture, name: str):
@@ -128,9 +136,27 @@ def test_local_memory_is_attributed_to_the_kernel_that_declares_it(probe):
 @pytest.mark.requires_xpu
 def test_required_subgroup_size_kernel_is_built_for_real():
     # The CPU runtime builds it only under vectorizer mode 0: the capture must get there.
-    capture = capture_spirv(probe_plan("spirv_subgroup.cpp"), timeout_s=TIMEOUT_S)
+    capture = capture_spirv(probe_plan("spirv_subgroup.cpp", **fresh()), timeout_s=TIMEOUT_S)
     assert kernel(capture, "xe2t_probe_subgroup_sum").subgroup_size == 16
-    assert capture.build_seconds > 0
+    assert capture.build_seconds > 0 and not capture.cached
+
+
+@pytest.mark.requires_xpu
+def test_a_capture_is_kept_and_another_source_or_define_is_captured_anew():
+    defines = fresh()
+    first = capture_spirv(probe_plan("spirv_probe.cpp", **defines), timeout_s=TIMEOUT_S)
+    again = capture_spirv(probe_plan("spirv_probe.cpp", **defines), timeout_s=TIMEOUT_S)
+    assert not first.cached and again.cached and again.to_dict()["cached"]
+    assert again.images == first.images and again.modules == first.modules
+    assert (again.log, again.build_seconds) == (first.log, first.build_seconds)
+    assert again.capture_seconds < first.capture_seconds
+    other_define = capture_spirv(probe_plan("spirv_probe.cpp", **defines, GRF256=1),
+                                 timeout_s=TIMEOUT_S)
+    source = str(DATA / "spirv_probe.cpp")
+    edited = {source: Path(source).read_text() + "\n// edited\n"}
+    other_source = capture_spirv(probe_plan("spirv_probe.cpp", **defines), timeout_s=TIMEOUT_S,
+                                 sources=edited)
+    assert not other_define.cached and not other_source.cached
 
 
 @pytest.mark.requires_xpu
@@ -147,7 +173,7 @@ def test_failed_build_raises_with_the_log(monkeypatch, tmp_path):
 def test_timeout_kills_the_child_and_leaves_no_scratch(monkeypatch, tmp_path):
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
     with pytest.raises(CaptureTimeout, match="0.5 s"):
-        capture_spirv(probe_plan("spirv_probe.cpp"), timeout_s=0.5)
+        capture_spirv(probe_plan("spirv_probe.cpp", **fresh()), timeout_s=0.5)
     assert list(tmp_path.iterdir()) == []
 
 
