@@ -20,6 +20,7 @@ whoever turns that cache off wants the fresh build.
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import importlib.metadata
 import json
@@ -36,6 +37,7 @@ from typing import Any
 
 from xe2tune.config import cpu_vectorizer_mode, spirv_cache_dir, spirv_capture_env
 from xe2tune.errors import DeviceProcessError, KernelCompileError, Xe2TuneError
+from xe2tune.kernels._cache_files import write_atomically
 from xe2tune.kernels._family import LaunchPlan
 from xe2tune.kernels._jit import build_identity, build_program
 from xe2tune.kernels._spirv import KernelSpirv, SpirvSummary, parse_spirv
@@ -134,14 +136,15 @@ def _run_child(
                 "source_path": plan.source_file}, images
 
 
-def _runtime_versions() -> list[str]:
+@functools.cache
+def _runtime_versions() -> tuple[str, ...]:
     versions = []
     for dist in _RUNTIME_DISTS:
         try:
             versions.append(f"{dist} {importlib.metadata.version(dist)}")
         except importlib.metadata.PackageNotFoundError:
             versions.append(f"{dist} (not installed)")
-    return versions
+    return tuple(versions)
 
 
 def _cache_path(plan: LaunchPlan, sources: Mapping[str, str] | None) -> Path:
@@ -165,9 +168,7 @@ def _cached(path: Path) -> tuple[str, float, tuple[bytes, ...]] | None:
 def _keep(path: Path, capture: SpirvCapture) -> None:
     kept = {"log": capture.log, "build_s": capture.build_seconds,
             "images": [base64.b64encode(image).decode() for image in capture.images]}
-    partial = path.with_name(f"{path.name}.{time.monotonic_ns()}.partial")
-    partial.write_text(json.dumps(kept))
-    partial.replace(path)
+    write_atomically(path, json.dumps(kept).encode())
 
 
 def capture_spirv(

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from xe2tune.config import isa_cache_dir
+from xe2tune.kernels._cache_files import write_atomically
 from xe2tune.kernels._spirv import DOUBLE_GRF, SpirvSummary
 from xe2tune.kernels._xe2_compiler import Xe2Compiler
 
@@ -101,12 +102,6 @@ def _cache_key(image: bytes, target: str, options: tuple[str, ...], version: str
     return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
 
 
-def _write_atomically(path: Path, data: bytes) -> None:
-    partial = path.with_name(f"{path.name}.{time.monotonic_ns()}.partial")
-    partial.write_bytes(data)
-    partial.replace(path)
-
-
 def compile_module(
     image: bytes, summary: SpirvSummary, *, target: str, compiler: Xe2Compiler,
     timeout_s: float,
@@ -136,8 +131,8 @@ def compile_module(
     seconds = time.perf_counter() - started
     if verdict in (Verdict.COMPILED, Verdict.ERROR):
         if zebin is not None:
-            _write_atomically(zebin_path, zebin)
+            write_atomically(zebin_path, zebin)
         meta = {"verdict": verdict.value, "message": message, "log": log, "seconds": seconds}
-        _write_atomically(meta_path, json.dumps(meta).encode())
+        write_atomically(meta_path, json.dumps(meta).encode())
     return CompileOutcome(target, compiler.version, options, verdict, message, log, zebin,
                           seconds, False)
