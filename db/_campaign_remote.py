@@ -10,6 +10,7 @@ tables. The attribute names are defined here, the side that reads them; the work
 from __future__ import annotations
 
 import time
+from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
@@ -22,6 +23,10 @@ if TYPE_CHECKING:
 
 CAMPAIGN_STUDY = "xe2tune campaign {id}"  # the optuna study holding a campaign's definition
 CAMPAIGN_ATTR = "campaign"
+# On a trial: the owner that popped it last; a finished trial's owner told it, which is how
+# ``campaign status`` counts each worker's trials (from the trials, not from the worker's report,
+# which a kill between a tell and the next report would leave one short).
+OWNER_ATTR = "xe2tune_owner"
 WORKER_ATTR = "worker {owner}"  # a gRPC worker: where it runs, its last heartbeat
 STUDY_ATTR = "study {name}"  # a device's study run by gRPC workers: device and problem
 BUDGET_ATTR = "xe2tune_slots"  # on a device study: its budget, once enqueued by its creator
@@ -72,6 +77,7 @@ def remote_progress(storage: optuna.storages.BaseStorage, campaign_id: int
     except KeyError:  # not published (a database made before campaigns reached gRPC)
         return (), ()
     studies = []
+    told_by: Counter[str] = Counter()
     for key, about in sorted(attrs.items()):
         if not key.startswith(STUDY_ATTR.format(name="")):
             continue
@@ -80,6 +86,8 @@ def remote_progress(storage: optuna.storages.BaseStorage, campaign_id: int
         trials = study.get_trials(deepcopy=False)
         states = [t.state for t in trials]
         values = [t.value for t in trials if t.state is TrialState.COMPLETE]
+        told_by.update(t.user_attrs.get(OWNER_ATTR) for t in trials
+                       if t.state in (TrialState.COMPLETE, TrialState.FAIL))
         studies.append(RemoteStudyStatus(
             name=name, device=about["device"], driver=about["driver"],
             compute_units=about["compute_units"], family=about["family"],
@@ -99,7 +107,7 @@ def remote_progress(storage: optuna.storages.BaseStorage, campaign_id: int
             started_at=_when(w["started_at"]), finished_at=_when(w["finished_at"]),
             last_heartbeat=_when(w["seen_at"]),
             alive=w["finished_at"] is None and now - w["seen_at"] < w["stale_after_s"],
-            trials_done=w["trials_done"])
+            trials_done=told_by[w["owner"]])
         for w in reported)
     return tuple(studies), workers
 

@@ -27,10 +27,10 @@ from typing import Protocol
 import optuna
 from optuna.trial import FrozenTrial, TrialState
 
+from xe2tune.db import OWNER_ATTR
 from xe2tune.kernels import LauncherConfig
 from xe2tune.tuner._progress import Outcome
 
-OWNER_ATTR = "xe2tune_owner"  # the user attribute naming the owner of a RUNNING trial
 PATIENCE_CLOSED = "patience"
 SPACE_CLOSED = "every valid config tried"
 

@@ -12,8 +12,9 @@ per trial, the study's WAITING trials as its budget). Beyond that:
 - a device's study of a problem has the same name as a database worker's; the worker whose
   ``create_new_study`` succeeded enqueues exactly ``trials`` WAITING trials (the default config
   first, the rest empty for the sampler to fill);
-- a worker reports itself (host, device, last heartbeat, trials told) and its studies in user
-  attributes of the campaign's study, which ``campaign status`` reads from the database;
+- a worker reports itself (host, device, last heartbeat) and its studies in user attributes of
+  the campaign's study, which ``campaign status`` reads from the database with the trials each
+  worker told (the owner attribute of the finished trials);
 - a study is marked as counted by gRPC workers: a database worker (which counts budgets in the
   campaign's slot table) refuses to join it, and a gRPC worker refuses a study it counts;
 - the campaign's patience is judged as a database worker judges it, on the study's told trials
@@ -143,14 +144,13 @@ class WorkerReport:
         self._about = {"owner": owner, "host": host, "pid": pid, "device": device.name,
                        "driver": device.driver, "compute_units": device.compute_units,
                        "stale_after_s": stale_after_s, "started_at": time.time(),
-                       "finished_at": None, "trials_done": 0}
+                       "finished_at": None}
         self.beat()
 
-    def beat(self, storage: optuna.storages.BaseStorage | None = None, *, told: int = 0,
+    def beat(self, storage: optuna.storages.BaseStorage | None = None, *,
              finished: bool = False) -> None:
-        """Rewrite the report: seen now, ``told`` more trials, finished or not (through
-        ``storage``, a thread's own, or the report's)."""
-        self._about["trials_done"] += told
+        """Rewrite the report: seen now, finished or not (through ``storage``, a thread's own,
+        or the report's)."""
         if finished:
             self._about["finished_at"] = time.time()
         about = {**self._about, "seen_at": time.time()}

@@ -142,7 +142,7 @@ class StorageTrialCoordinator:
         if not still_owned(self.storage.get_trial(trial_id), asked, self.owner):
             return
         tell_outcome(self.study, asked, outcome)
-        self._report.beat(told=1)
+        self._report.beat()
 
     def give_back(self, asked: AskedTrial) -> None:
         trial_id = self._let_go(asked)
