@@ -15,13 +15,14 @@ built-in compiles to are checked in the Xe2 ISA tests.)
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
+
+from xe2tune.config import child_runtime_env
 
 RUNNER = Path(__file__).parents[1] / "_xe_builtins_runner.py"
 HEIGHT, PITCH, WIDTH = 20, 40, 36  # rows; elements per row in memory; elements inside
@@ -34,7 +35,7 @@ def probe():
     values = rng.uniform(-2, 2, size=(HEIGHT, PITCH)).astype(np.float16)
     request = {"mat": values.view(np.uint16).reshape(-1).tolist(), "width": WIDTH * 2,
                "height": HEIGHT, "pitch": PITCH * 2, "x": X, "y": Y}
-    env = {**os.environ, "CL_CONFIG_CPU_VECTORIZER_MODE": "0"}
+    env = child_runtime_env("0")  # with mode 0's own persistent kernel cache
     proc = subprocess.run([sys.executable, str(RUNNER)], input=json.dumps(request), env=env,
                           capture_output=True, text=True, timeout=600, check=False)
     assert proc.returncode == 0, proc.stderr[-4000:]

@@ -15,7 +15,6 @@ stages 0 and 2, 4 row fragments per subgroup).
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -23,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from xe2tune.config import child_runtime_env
 from xe2tune.kernels import ProblemSpec
 
 pytestmark = pytest.mark.requires_xpu
@@ -126,7 +126,7 @@ CASES = _cases()
 
 
 def _run_worker(cases: list[dict]) -> list[dict]:
-    env = {**os.environ, "CL_CONFIG_CPU_VECTORIZER_MODE": "0"}
+    env = child_runtime_env("0")  # with mode 0's own persistent kernel cache
     proc = subprocess.run([sys.executable, str(RUNNER)], input=json.dumps(cases), env=env,
                           capture_output=True, text=True, timeout=TIMEOUT_S, check=False)
     assert proc.returncode == 0, proc.stderr[-4000:]
