@@ -35,156 +35,58 @@ methodology of Willemsen et al. (0 = random search, 1 = optimum): its time-based
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import importlib
+from typing import Any
 
-from xe2tune.tuner._budget import TuneBudget
-from xe2tune.tuner._campaign import SlotGate
-from xe2tune.tuner._confirm import ConfirmSettings
-from xe2tune.tuner._coordinator import AskedTrial, TrialCoordinator
-from xe2tune.tuner._evaluate import (
-    FRACTIONS,
-    Baselines,
-    SeedResult,
-    StrategyReport,
-    baselines,
-    evaluate,
-    report_points,
-    score_run,
-)
-from xe2tune.tuner._finite_sampler import FiniteSpaceSampler, History, SpaceExhaustedError
-from xe2tune.tuner._lease import SearchLease
-from xe2tune.tuner._methodology import (
-    NoRecordedTimeError,
-    RunTrace,
-    TimeBudget,
-    time_budget,
-    time_score,
-    time_score_error,
-    trace,
-    trial_seconds,
-)
-from xe2tune.tuner._problems import ProblemOverrides, default_problems
-from xe2tune.tuner._progress import Outcome, StudyProgress
-from xe2tune.tuner._remote_worker import (
-    MIN_STALE_S,
-    STALE_S,
-    RemoteStudy,
-    ResultPoster,
-    WorkerReport,
-    load_campaign,
-    publish_campaign,
-    run_remote_worker,
-)
-from xe2tune.tuner._replay import NotARecordingError, Recording, ReplayRun, load_recording, replay
-from xe2tune.tuner._samplers import (
-    DEFAULT_SAMPLER,
-    SAMPLER_NAMES,
-    UnknownSamplerError,
-    make_sampler,
-)
-from xe2tune.tuner._score import (
-    RandomBaseline,
-    random_baseline,
-    score_points,
-    trial_count_score,
-    trials_to_fraction,
-)
-from xe2tune.tuner._search import SearchPlan, run_search
-from xe2tune.tuner._space import EmptySpaceError, FiniteSpace
-from xe2tune.tuner._sql_coordinator import SqlTrialCoordinator
-from xe2tune.tuner._storage_coordinator import StorageTrialCoordinator
-from xe2tune.tuner._study_loop import TrialLoop, TrialRecorder
-from xe2tune.tuner._trial_runner import (
-    InProcessTrialRunner,
-    PhaseMark,
-    SupervisedTrialRunner,
-    TrialRunner,
-)
-from xe2tune.tuner._worker_loop import WorkerTally, run_worker, unfit_reason
-
-if TYPE_CHECKING:
-    from xe2tune.tuner._grpc_client import ClientTls, TokenGrpcStorage
-
-# The gRPC client needs grpcio (the [grpc] extra), and grpcio reads GRPC_ENABLE_FORK_SUPPORT once,
-# when it is first imported: these two names load it on first use only.
-_GRPC_NAMES = ("ClientTls", "TokenGrpcStorage")
+# Every name loads its module on first use, so the light ones (the sampler names, the budget, the
+# default problems) answer the CLI's argument checks without optuna, SQLAlchemy or the device
+# stack, and the gRPC client's grpcio (the [grpc] extra, which reads GRPC_ENABLE_FORK_SUPPORT once,
+# when first imported) loads only with it.
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    "_budget": ("ConfirmSettings", "TuneBudget"),
+    "_campaign": ("SlotGate",),
+    "_coordinator": ("AskedTrial", "TrialCoordinator"),
+    "_evaluate": (
+        "FRACTIONS", "Baselines", "SeedResult", "StrategyReport", "baselines", "evaluate",
+        "report_points", "score_run"
+    ),
+    "_finite_sampler": ("FiniteSpaceSampler", "History", "SpaceExhaustedError"),
+    "_lease": ("SearchLease",),
+    "_methodology": (
+        "NoRecordedTimeError", "RunTrace", "TimeBudget", "time_budget", "time_score",
+        "time_score_error", "trace", "trial_seconds"
+    ),
+    "_problems": ("ProblemOverrides", "default_problems"),
+    "_progress": ("Outcome", "StudyProgress"),
+    "_remote_worker": (
+        "MIN_STALE_S", "STALE_S", "RemoteStudy", "ResultPoster", "WorkerReport",
+        "load_campaign", "publish_campaign", "run_remote_worker"
+    ),
+    "_replay": ("NotARecordingError", "Recording", "ReplayRun", "load_recording", "replay"),
+    "_samplers": ("DEFAULT_SAMPLER", "SAMPLER_NAMES", "UnknownSamplerError", "make_sampler"),
+    "_score": (
+        "RandomBaseline", "random_baseline", "score_points", "trial_count_score",
+        "trials_to_fraction"
+    ),
+    "_search": ("SearchPlan", "run_search"),
+    "_space": ("EmptySpaceError", "FiniteSpace"),
+    "_sql_coordinator": ("SqlTrialCoordinator",),
+    "_storage_coordinator": ("StorageTrialCoordinator",),
+    "_study_loop": ("TrialLoop", "TrialRecorder"),
+    "_trial_runner": ("InProcessTrialRunner", "PhaseMark", "SupervisedTrialRunner", "TrialRunner"),
+    "_worker_loop": ("WorkerTally", "run_worker", "unfit_reason"),
+    "_grpc_client": ("ClientTls", "TokenGrpcStorage"),
+}
+_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
 
 
-def __getattr__(name: str) -> object:
-    if name in _GRPC_NAMES:
-        from xe2tune.tuner import _grpc_client
+def __getattr__(name: str) -> Any:
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
 
-        return getattr(_grpc_client, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
-
-__all__ = [
-    "DEFAULT_SAMPLER",
-    "MIN_STALE_S",
-    "STALE_S",
-    "ClientTls",
-    "RemoteStudy",
-    "ResultPoster",
-    "TokenGrpcStorage",
-    "WorkerReport",
-    "WorkerTally",
-    "load_campaign",
-    "publish_campaign",
-    "run_remote_worker",
-    "run_worker",
-    "unfit_reason",
-    "AskedTrial",
-    "SearchLease",
-    "SlotGate",
-    "SqlTrialCoordinator",
-    "StorageTrialCoordinator",
-    "TrialCoordinator",
-    "TrialLoop",
-    "TrialRecorder",
-    "Baselines",
-    "FRACTIONS",
-    "SAMPLER_NAMES",
-    "ConfirmSettings",
-    "EmptySpaceError",
-    "FiniteSpace",
-    "FiniteSpaceSampler",
-    "History",
-    "InProcessTrialRunner",
-    "PhaseMark",
-    "SupervisedTrialRunner",
-    "NoRecordedTimeError",
-    "NotARecordingError",
-    "Outcome",
-    "ProblemOverrides",
-    "RandomBaseline",
-    "RunTrace",
-    "Recording",
-    "ReplayRun",
-    "SearchPlan",
-    "SeedResult",
-    "SpaceExhaustedError",
-    "StrategyReport",
-    "StudyProgress",
-    "TimeBudget",
-    "TrialRunner",
-    "TuneBudget",
-    "UnknownSamplerError",
-    "baselines",
-    "default_problems",
-    "evaluate",
-    "load_recording",
-    "make_sampler",
-    "random_baseline",
-    "replay",
-    "report_points",
-    "run_search",
-    "score_points",
-    "score_run",
-    "time_budget",
-    "time_score",
-    "time_score_error",
-    "trace",
-    "trial_count_score",
-    "trial_seconds",
-    "trials_to_fraction",
-]
+__all__ = sorted(_MODULE_OF)

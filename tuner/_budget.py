@@ -1,4 +1,4 @@
-"""How much searching a run may do."""
+"""How much searching and confirming a run may do."""
 
 from __future__ import annotations
 
@@ -28,3 +28,17 @@ class TuneBudget:
             raise ValueError(f"--timeout must be > 0 seconds, got {self.timeout_s}")
         if self.patience is not None and self.patience < 1:
             raise ValueError(f"--patience must be >= 1, got {self.patience}")
+
+
+@dataclass(frozen=True)
+class ConfirmSettings:
+    """How hard to confirm: ``rounds`` alternating rounds over the ``top`` fastest configs."""
+
+    rounds: int = 4
+    top: int = 3
+
+    def __post_init__(self) -> None:
+        if self.rounds < 1:
+            raise ValueError(f"--confirm-rounds must be >= 1, got {self.rounds}")
+        if self.top < 1:
+            raise ValueError(f"the confirmation needs at least one config, got top={self.top}")

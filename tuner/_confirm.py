@@ -18,21 +18,8 @@ from xe2tune.harness import MeasureRequest, TrialStatus
 from xe2tune.kernels import DeviceCaps, KernelFamily, ProblemSpec
 
 if TYPE_CHECKING:
+    from xe2tune.tuner._budget import ConfirmSettings
     from xe2tune.tuner._trial_runner import TrialRunner
-
-
-@dataclass(frozen=True)
-class ConfirmSettings:
-    """How hard to confirm: ``rounds`` alternating rounds over the ``top`` fastest configs."""
-
-    rounds: int = 4
-    top: int = 3
-
-    def __post_init__(self) -> None:
-        if self.rounds < 1:
-            raise ValueError(f"--confirm-rounds must be >= 1, got {self.rounds}")
-        if self.top < 1:
-            raise ValueError(f"the confirmation needs at least one config, got top={self.top}")
 
 
 @dataclass(frozen=True)

@@ -10,8 +10,7 @@ from xe2tune.db import SqlCoordination, SqlResultStore
 from xe2tune.errors import InvalidProblem
 from xe2tune.harness import DeviceListing, problem_unfit_reason
 from xe2tune.kernels import ProblemSpec, family_source_hash, search_family
-from xe2tune.tuner._budget import TuneBudget
-from xe2tune.tuner._confirm import ConfirmSettings
+from xe2tune.tuner._budget import ConfirmSettings, TuneBudget
 from xe2tune.tuner._lease import SearchLease
 from xe2tune.tuner._progress import Observer, StudyProgress
 from xe2tune.tuner._study import StudyIds, StudyRun

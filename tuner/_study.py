@@ -27,8 +27,8 @@ from xe2tune.db import (
 from xe2tune.errors import InvalidConfig, TrialAbandoned
 from xe2tune.harness import MeasureRequest, TrialResult
 from xe2tune.kernels import DeviceCaps, GridConfigs, KernelFamily, LauncherConfig, ProblemSpec
-from xe2tune.tuner._budget import TuneBudget
-from xe2tune.tuner._confirm import ConfirmSettings, confirm
+from xe2tune.tuner._budget import ConfirmSettings, TuneBudget
+from xe2tune.tuner._confirm import confirm
 from xe2tune.tuner._coordinator import AskedTrial
 from xe2tune.tuner._lease import SearchLease
 from xe2tune.tuner._progress import Observer, Outcome, StudyProgress

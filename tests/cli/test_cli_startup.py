@@ -65,9 +65,8 @@ def test_help_loads_nothing_heavy(tmp_path: Path, args: tuple[str, ...]) -> None
     assert loaded == []
 
 
-# Not here: search, campaign create and replay check their sampler, budget and problems with the
-# tuner's own vocabulary, so the tuner (optuna, SQLAlchemy) loads first; search's default problems
-# also depend on the device class, resolved before them.
+# Not here: campaign create and replay check their sampler, budget and problems with the tuner's
+# own vocabulary behind the tuner's heavier modules (optuna, SQLAlchemy); search is below.
 BAD_ARGUMENTS = [
     (("bench", *PROBLEM, "--dtype", "fp64"), "fp64"),
     (("bench", "--head-dim", "7", "--seq", "64"), "head dim 7"),
@@ -91,6 +90,30 @@ def test_bad_arguments_fail_before_anything_heavy_loads(
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and needle in lines[0], proc.stderr
     assert loaded == []
+    assert not (tmp_path / "never-opened.db").exists()
+
+
+# search's default problems and budget depend on the device class: dpctl resolves the device
+# before they are checked, and nothing else heavy loads.
+SEARCH_BAD_ARGUMENTS = [
+    (("--head-dim", "128", "--sampler", "nope"), "unknown sampler 'nope'", []),
+    (("--head-dim", "7"), "head dim 7", ["dpctl"]),
+    (("--head-dim", "128", "--trials", "0"), "--trials must be >= 1", ["dpctl"]),
+    (("--head-dim", "128", "--confirm-rounds", "0"), "--confirm-rounds must be >= 1", ["dpctl"]),
+    (("--head-dim", "128", "--seq", "abc"), "cannot read 'abc'", ["dpctl"]),
+    (("--head-dim", "128", "--dtype", "fp64"), "dtype 'fp64'", ["dpctl"]),
+]
+
+
+@pytest.mark.parametrize(("args", "needle", "heavy"), SEARCH_BAD_ARGUMENTS,
+                         ids=[" ".join(args) for args, _, _ in SEARCH_BAD_ARGUMENTS])
+def test_search_checks_its_arguments_with_the_device_class_alone(
+        tmp_path: Path, args: tuple[str, ...], needle: str, heavy: list[str]) -> None:
+    proc, loaded = _run(tmp_path, "search", *args)
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0], proc.stderr
+    assert loaded == heavy
     assert not (tmp_path / "never-opened.db").exists()
 
 

@@ -281,19 +281,14 @@ def search(
                       ] = 2,
 ) -> None:
     """Search launcher configs for every problem of a head dim and store the best ones."""
-    # the device side and the tuner load here, not when the CLI starts
-    from xe2tune.cli._dry_run import print_dry_run
-    from xe2tune.cli._session import open_runner, open_session
-    from xe2tune.db import open_store
-    from xe2tune.harness import BenchSettings, device_caps, resolve_device
+    # The arguments are checked first, with the tuner's light modules and the device class
+    # alone; the database, the study loop and the device session load after.
     from xe2tune.tuner import (
         DEFAULT_SAMPLER,
         SAMPLER_NAMES,
         ConfirmSettings,
-        SearchPlan,
         TuneBudget,
         default_problems,
-        run_search,
     )
 
     sampler = sampler or DEFAULT_SAMPLER
@@ -302,6 +297,7 @@ def search(
     if target is not None and not dry_run:
         raise fail("--target names a device that is not here: it only goes with --dry-run")
     target_caps = catalog_device(target).caps if target is not None else None
+    from xe2tune.harness import resolve_device  # the device class: dpctl loads here
     on_gpu = (target_caps.device_type if target_caps else
               resolve_device(device).device_type.name) == "gpu"
     try:
@@ -320,6 +316,13 @@ def search(
         seq=seq, mode=mode, causal=causal, dtype=dtype, heads_q=heads_q, heads_kv=heads_kv,
         batch=batch, head_dim_v=head_dim_v, kv_dtype=kv_dtype)
     problems = default_problems(head_dim, on_gpu=on_gpu, overrides=overrides)
+
+    from xe2tune.cli._dry_run import print_dry_run
+    from xe2tune.cli._session import open_runner, open_session
+    from xe2tune.db import open_store
+    from xe2tune.harness import BenchSettings, device_caps
+    from xe2tune.tuner import SearchPlan, run_search
+
     if dry_run:
         print_dry_run(problems, target_caps or device_caps(resolve_device(device)),
                       target=target or device or "the default device", sample=sample,
