@@ -65,8 +65,7 @@ def test_help_loads_nothing_heavy(tmp_path: Path, args: tuple[str, ...]) -> None
     assert loaded == []
 
 
-# Not here: campaign create and replay check their sampler, budget and problems with the tuner's
-# own vocabulary behind the tuner's heavier modules (optuna, SQLAlchemy); search is below.
+# Not here: search's checks need the device class (below).
 BAD_ARGUMENTS = [
     (("bench", *PROBLEM, "--dtype", "fp64"), "fp64"),
     (("bench", "--head-dim", "7", "--seq", "64"), "head dim 7"),
@@ -78,6 +77,10 @@ BAD_ARGUMENTS = [
     (("export", "--format", "xml"), "format 'xml'"),
     (("campaign", "token", "create", "--campaign", "1", "--name", " "), "--name"),
     (("worker", "--campaign", "1", "--stale-after", "30"), "--stale-after goes with --grpc"),
+    (("campaign", "create", "--head-dim", "128", "--sampler", "nope"), "unknown sampler 'nope'"),
+    (("campaign", "create", "--head-dim", "7"), "head dim 7"),
+    (("campaign", "create", "--head-dim", "128", "--trials", "0"), "--trials must be >= 1"),
+    (("replay", "--space", "missing.json", "--sampler", "nope"), "unknown sampler 'nope'"),
 ]
 
 

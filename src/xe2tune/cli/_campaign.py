@@ -78,19 +78,11 @@ def create(
     as_json: JsonOption = False,
 ) -> None:
     """Register a campaign's problems and budgets; runs nothing (start `xe2tune worker`s)."""
-    import optuna
-
     from xe2tune.cli._problem_options import CONFIRM_ROUNDS, GPU_TRIALS, problem_overrides
-    from xe2tune.db import CampaignStore, open_store
     from xe2tune.errors import InvalidProblem
-    from xe2tune.tuner import (
-        DEFAULT_SAMPLER,
-        SAMPLER_NAMES,
-        TuneBudget,
-        default_problems,
-        publish_campaign,
-    )
+    from xe2tune.tuner import DEFAULT_SAMPLER, SAMPLER_NAMES, TuneBudget, default_problems
 
+    # Checked from the arguments alone, before the database and optuna load.
     sampler = sampler or DEFAULT_SAMPLER
     if sampler not in SAMPLER_NAMES:
         raise fail(f"unknown sampler {sampler!r}; choose one of {', '.join(SAMPLER_NAMES)}")
@@ -105,6 +97,11 @@ def create(
     name = name or f"hd{head_dim}-{datetime.now(timezone.utc):%Y%m%dT%H%M%S}"
     if not name.strip() or len(name) > 128:
         raise fail(f"campaign name {name!r}: accepted: 1 to 128 characters")
+    import optuna
+
+    from xe2tune.db import CampaignStore, open_store
+    from xe2tune.tuner import publish_campaign
+
     with closing(open_store(db)) as store:
         campaign = CampaignStore(store).create(
             name=name, sampler=sampler, trials=budget.trials, patience=budget.patience,

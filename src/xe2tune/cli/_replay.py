@@ -38,13 +38,14 @@ def replay(
     as_json: Annotated[bool, typer.Option("--json", help="print the report as JSON")] = False,
 ) -> None:
     """Replay a sampler on a recorded space: best vs optimum, trials to 90/95/99 %, score."""
-    import optuna
-
-    from xe2tune.tuner import DEFAULT_SAMPLER, SAMPLER_NAMES, load_recording
+    from xe2tune.tuner import DEFAULT_SAMPLER, SAMPLER_NAMES
 
     sampler = sampler or DEFAULT_SAMPLER
     if sampler not in SAMPLER_NAMES:
         raise fail(f"unknown sampler {sampler!r}; choose one of {', '.join(SAMPLER_NAMES)}")
+    import optuna  # optuna and the replay's modules after the checks the arguments alone allow
+
+    from xe2tune.tuner import load_recording
     try:
         recording = load_recording(space, max_bytes=config.replay_max_bytes())
     except (Xe2TuneError, ValueError) as exc:
