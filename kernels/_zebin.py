@@ -14,8 +14,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
-
 from xe2tune.errors import Xe2TuneError
 
 _TEXT_PREFIX = ".text."
@@ -100,6 +98,8 @@ def read_zebin(data: bytes) -> Zebin:
            if name.startswith(_TEXT_PREFIX)}
     if ".ze_info" not in sections:
         return Zebin({}, isa)  # what ocloc writes for a module without kernels
+    import yaml  # with the first zebin read, not with every import of the kernels
+
     try:
         info = yaml.safe_load(sections[".ze_info"].decode())
         kernels = {k.name: k for k in map(_kernel_info, info.get("kernels") or [])}
