@@ -1,15 +1,17 @@
 """Time a handful of SDPA configs on the default shapes: how the families' defaults were chosen.
 
 Usage: python benchmarks/kernel_defaults.py [prefill|decode] [--device F] [--iters N]
-       [--rounds R] [--dtype fp16|bf16|fp32] [--seq S] [--causal] [--params JSON ...]
+       [--rounds R] [--dtype fp16|bf16|fp32] [--kv-dtype e4m3|e5m2] [--seq S] [--causal]
+       [--params JSON ...]
 
 Prefill: head dim 128, fp16, seq 1024, 8 heads, non-causal (GFLOP/s). Decode: head dim 128, fp16,
 32 query / 8 KV heads, kv 4096, q_len 1 (GB/s of Q, K, V read + O written); --dtype and --seq
-change the dtype and the (kv) sequence length, --causal masks. Each config is built and verified
-against the reference first; then the configs are timed in --rounds alternating rounds of
---iters launches each (device event profiling), so that a slow minute on a shared machine hits
-every config, not one; each launch takes the next of buffer sets rotated past twice the host's
-last-level cache, as the harness does. Times are medians (and the best) over all rounds.
+change the dtype and the (kv) sequence length, --kv-dtype stores K/V in FP8, --causal masks.
+Each config is built and verified against the reference first; then the configs are timed in
+--rounds alternating rounds of --iters launches each (device event profiling), so that a slow
+minute on a shared machine hits every config, not one; each launch takes the next of buffer sets
+rotated past twice the host's last-level cache, as the harness does. Times are medians (and the
+best) over all rounds.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from xe2tune.errors import InvalidConfig, InvalidProblem
 from xe2tune.harness import (
     BufferRotation,
     PlanExecutor,
@@ -32,6 +35,7 @@ from xe2tune.harness import (
     sdpa_work,
 )
 from xe2tune.kernels import (
+    KV_DTYPES,
     ProblemSpec,
     build_program,
     check_output,
@@ -93,6 +97,7 @@ def main() -> None:
     parser.add_argument("--iters", type=int, default=5, help="timed launches per round")
     parser.add_argument("--rounds", type=int, default=3, help="alternating rounds")
     parser.add_argument("--dtype", choices=("fp16", "bf16", "fp32"))
+    parser.add_argument("--kv-dtype", choices=KV_DTYPES, help="K/V in this FP8 format")
     parser.add_argument("--seq", type=int, help="sequence length (kv length for decode)")
     parser.add_argument("--causal", action="store_true", help="bottom-right causal mask")
     parser.add_argument("--params", nargs="*", default=["{}"],
@@ -108,10 +113,15 @@ def main() -> None:
         problem = dataclasses.replace(problem, q_len=q_len, kv_len=args.seq)
     if args.causal:
         problem = dataclasses.replace(problem, causal=True)
+    if args.kv_dtype:
+        problem = dataclasses.replace(problem, kv_dtype=args.kv_dtype)
     inputs = make_inputs(problem)
     reference = reference_sdpa(problem, *inputs)
-    candidates = [prepare(queue, caps, problem, json.loads(text), inputs, reference)
-                  for text in args.params]
+    try:
+        candidates = [prepare(queue, caps, problem, json.loads(text), inputs, reference)
+                      for text in args.params]
+    except (json.JSONDecodeError, InvalidConfig, InvalidProblem) as exc:
+        parser.error(f"--params: {exc}")
     for _ in range(args.rounds):
         for c in candidates:
             c.time(args.iters)
