@@ -90,9 +90,9 @@ def run_fp8(queue, caps, args) -> None:
                                     ("e4m3 K/V", dataclasses.replace(base, kv_dtype="e4m3")),
                                     ("e5m2 K/V", dataclasses.replace(base, kv_dtype="e5m2")))]
     if args.base:
-        sources = kernel_sources(args.base)
         timed += [prepare(queue, caps, f"{t.label} at {args.base}", t.problem,
-                          make_inputs(t.problem, seed=1), sources) for t in timed[:2]]
+                          make_inputs(t.problem, seed=1), args.base_sources)
+                  for t in timed[:2]]
     ratios: dict[str, list[float]] = {t.label: [] for t in timed}
     for _ in range(args.rounds):
         medians = [t.time(args.iters) for t in timed]
@@ -167,6 +167,12 @@ def main() -> None:
     parser.add_argument("--base", help="fp8: also time fp16 K/V built from this git revision")
     args = parser.parse_args()
     args.seq = args.seq or (16384 if args.what == "fp8" else 4096)
+    if args.base:
+        # Read before anything is built: a revision git does not know is a one-line error.
+        try:
+            args.base_sources = kernel_sources(args.base)
+        except subprocess.CalledProcessError as exc:
+            parser.error(f"--base {args.base}: {exc.stderr.strip().splitlines()[-1]}")
     queue = open_queue(args.device)
     caps = device_caps(queue.sycl_device)
     (run_fp8 if args.what == "fp8" else run_mla)(queue, caps, args)
