@@ -1,11 +1,20 @@
-"""Files of the kernel caches on disk (captured SPIR-V, Xe2 compiler outcomes): each written
-whole or not at all, so that a process killed mid-write, or two writing the same entry, never
-leave a truncated one for the next reader."""
+"""Files of the kernel caches on disk (captured SPIR-V, Xe2 compiler outcomes): named by what
+their content is a function of, and each written whole or not at all, so that a process killed
+mid-write, or two writing the same entry, never leave a truncated one for the next reader."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import time
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
+
+
+def cache_key(fields: Mapping[str, Any]) -> str:
+    """An entry's name: sha256 of ``fields`` (JSON values) in a canonical order."""
+    return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
 
 
 def write_atomically(path: Path, data: bytes) -> None:

@@ -21,10 +21,8 @@ from __future__ import annotations
 
 import base64
 import functools
-import hashlib
 import importlib.metadata
 import json
-import os
 import re
 import subprocess
 import sys
@@ -35,9 +33,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from xe2tune.config import cpu_vectorizer_mode, spirv_cache_dir, spirv_capture_env
+from xe2tune.config import (
+    cpu_vectorizer_mode,
+    spirv_cache_dir,
+    spirv_capture_env,
+    sycl_persistent_cache_on,
+)
 from xe2tune.errors import DeviceProcessError, KernelCompileError, Xe2TuneError
-from xe2tune.kernels._cache_files import write_atomically
+from xe2tune.kernels._cache_files import cache_key, write_atomically
 from xe2tune.kernels._family import LaunchPlan
 from xe2tune.kernels._jit import build_identity, build_program
 from xe2tune.kernels._spirv import KernelSpirv, SpirvSummary, parse_spirv
@@ -151,8 +154,7 @@ def _cache_path(plan: LaunchPlan, sources: Mapping[str, str] | None) -> Path:
     fields = {"build": build_identity(plan.source_file, plan.defines, sources),
               "vectorizer_mode": cpu_vectorizer_mode(), "needs_intel_gpu": plan.needs_intel_gpu,
               "runtime": _runtime_versions(), "format": _CACHE_FORMAT}
-    key = hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
-    return spirv_cache_dir() / f"{key}.json"
+    return spirv_cache_dir() / f"{cache_key(fields)}.json"
 
 
 def _cached(path: Path) -> tuple[str, float, tuple[bytes, ...]] | None:
@@ -198,8 +200,7 @@ def capture_spirv(
         OSError: if the cache dir cannot be written.
     """
     started = time.perf_counter()
-    cache_path = (_cache_path(plan, sources)
-                  if os.environ.get("SYCL_CACHE_PERSISTENT") != "0" else None)
+    cache_path = _cache_path(plan, sources) if sycl_persistent_cache_on() else None
     kept = _cached(cache_path) if cache_path is not None else None
     if kept is not None:
         log, build_seconds, images = kept

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from xe2tune.config import isa_cache_dir
-from xe2tune.kernels._cache_files import write_atomically
+from xe2tune.kernels._cache_files import cache_key, write_atomically
 from xe2tune.kernels._spirv import DOUBLE_GRF, SpirvSummary
 from xe2tune.kernels._xe2_compiler import Xe2Compiler
 
@@ -99,7 +99,7 @@ def _run_ocloc(image: bytes, target: str, options: tuple[str, ...], compiler: Xe
 def _cache_key(image: bytes, target: str, options: tuple[str, ...], version: str) -> str:
     fields = {"spirv": hashlib.sha256(image).hexdigest(), "target": target,
               "options": list(options), "compiler": version, "format": _CACHE_FORMAT}
-    return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
+    return cache_key(fields)
 
 
 def compile_module(

@@ -53,18 +53,26 @@ def xe2_compiler_dir() -> Path:
     return Path(base) / APP_NAME / "xe2-compiler"
 
 
-def isa_cache_dir() -> Path:
-    """User cache dir of the Xe2 compiler's outcomes (one per SPIR-V, target, options, version)."""
-    path = cache_dir() / "isa"
+def _cache_subdir(name: str) -> Path:
+    path = cache_dir() / name
     path.mkdir(parents=True, exist_ok=True)
     return path
+
+
+def isa_cache_dir() -> Path:
+    """User cache dir of the Xe2 compiler's outcomes (one per SPIR-V, target, options, version)."""
+    return _cache_subdir("isa")
 
 
 def spirv_cache_dir() -> Path:
     """User cache dir of captured SPIR-V (one per source, defines, options and runtime)."""
-    path = cache_dir() / "spirv"
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    return _cache_subdir("spirv")
+
+
+def sycl_persistent_cache_on() -> bool:
+    """Whether the SYCL runtime keeps builds on disk (``SYCL_CACHE_PERSISTENT``, which
+    :func:`configure_runtime_env` turns on unless the user set it)."""
+    return os.environ.get("SYCL_CACHE_PERSISTENT") != "0"
 
 
 def device_filter() -> str | None:
