@@ -12,16 +12,16 @@ from xe2tune.kernels._problem import ProblemSpec
 from xe2tune.kernels._rules import Rule, check
 from xe2tune.kernels._sdpa_family import SdpaFamilyBase, kv_scale_args
 
-# Measured on the opencl:cpu device (2 cores, AVX2), hd128 fp16 32/8 heads kv 4096 and 16384:
-# see benchmarks/kernel_defaults.py; with 16 fp32 lanes (AVX-512) the first entry takes
-# WIDE_TILES (kv 16384: 4.76 vs 5.60 ms, `python benchmarks/kernel_defaults.py decode --seq
-# 16384 --iters 5 --rounds 4 --params ...`), with BK 16: on a Zen 5 EPYC it took 0.90-0.99 of
-# BK 32's time at kv 4096 and 16384 for fp16, bf16, e4m3 and e5m2 K/V (`... decode [--dtype
-# bf16] [--kv-dtype e4m3] --seq S --iters 5 --rounds 12 --params '{}' '{"bk": 16}'`,
-# 2026-12-05). ``bq`` and ``rows_per_item`` are then fitted to the problem's rows (q_len x GQA
-# group) so a single query row does not compute padding rows, ``kv_heads_per_group`` to the
-# largest of 8, 4, 2, 1 dividing heads_kv, and ``kv_chunk`` shrunk (down to 128) until phase 1
-# has at least MIN_SPLIT_GROUPS work-groups. Later entries are fallbacks.
+# Measured on the opencl:cpu device (2 cores, AVX2), hd128 fp16 32/8 heads kv 4096 and 16384: see
+# benchmarks/kernel_defaults.py; with 16 fp32 lanes (AVX-512) the first entry takes WIDE_TILES (kv
+# 16384: 4.76 vs 5.60 ms, `python benchmarks/kernel_defaults.py decode --seq 16384 --iters 5
+# --rounds 4 --params ...`), with BK 16: on a quiet Zen 5 EPYC it took 0.92-1.02 of BK 32's time at
+# kv 4096 and 16384 for fp16, bf16, e4m3 and e5m2 K/V, faster in 7 of the 8 (`... decode [--dtype
+# bf16] [--kv-dtype e4m3] --seq S --iters 5 --rounds 12 --params '{}' '{"bk": 32}'`, 2026-12-05).
+# ``bq`` and ``rows_per_item`` are then fitted to the problem's rows (q_len x GQA group) so a
+# single query row does not compute padding rows, ``kv_heads_per_group`` to the largest of 8, 4, 2,
+# 1 dividing heads_kv, and ``kv_chunk`` shrunk (down to 128) until phase 1 has at least
+# MIN_SPLIT_GROUPS work-groups. Later entries are fallbacks.
 DEFAULT_PARAMS: tuple[dict[str, Any], ...] = (
     {"bq": 4, "bk": 16, "bd": 32, "bv": 16, "stages": 1, "subgroup_size": 8,
      "rows_per_item": 4, "kv_stage": False, "kv_chunk": 1024, "kv_heads_per_group": 8},
