@@ -234,7 +234,16 @@ def kill_in_flight(url: str,
             os.killpg(worker.pid, signal.SIGCONT)
         return trial
 
-    killed = wait_until(stopped_in_flight, what="a trial of the first worker in flight")
+    try:
+        killed = wait_until(stopped_in_flight, what="a trial of the first worker in flight")
+    except AssertionError as exc:  # say what the worker and the studies were doing
+        states = {name: Counter((t.state.name, str(t.user_attrs.get("xe2tune_owner", ""))
+                                 .split("-")[0]) for t in trials)
+                  for name, trials in optuna_trials(url).items()}
+        ended = worker.poll()
+        err = worker.stderr.read()[-2000:] if ended is not None and worker.stderr else ""
+        raise AssertionError(f"{exc}; worker {worker.pid} exit {ended} {err!r}; stored "
+                             f"{len(stored(url))}; trials (state, owner pid): {states}") from None
     os.killpg(worker.pid, signal.SIGKILL)
     worker.wait(timeout=30)
     return killed
