@@ -246,15 +246,39 @@ def test_bench_json_carries_the_spirv_summary():
     assert "xe2t_sdpa_prefill" in kernels and out["spirv"]["matrix_mads"] == 0
 
 
+def prefill_hd64_config(subgroup_size: int) -> str:
+    """A prefill config for hd 64 with the given subgroup size, valid on the CPU device."""
+    return json.dumps({
+        "family": "sdpa_prefill", "shape_qk": [96, 64, 16], "shape_pv": [96, 16, 64],
+        "shape_out": [96, 64], "subgroup_layout": [16, 1], "stages": 1, "vtiles": 4,
+        "subgroup_size": subgroup_size,
+        "knobs": {"kv_pack": False, "kv_stage": True, "rows_per_item": 6}})
+
+
 @pytest.mark.requires_xpu
 def test_bench_isa_target_reports_the_build_that_gpu_would_run(xe2_compiler):
     # Timed on the CPU device; the ISA is of the same config planned for the B580 (its
-    # register mode and policy), compiled by Intel's Xe2 compiler for bmg.
+    # register mode and policy), compiled by Intel's Xe2 compiler for bmg. The config is given:
+    # the CPU's own default has subgroup size 8 on AVX2 machines, which the B580 lacks.
     proc = run_cli("bench", "--head-dim", "64", "--seq", "64", "--heads-q", "2", "--heads-kv",
-                   "2", "--warmup", "1", "--iters", "3", "--isa-target", "b580", "--json")
+                   "2", "--warmup", "1", "--iters", "3", "--isa-target", "b580", "--json",
+                   "--config", prefill_hd64_config(16))
     assert proc.returncode == 0, proc.stderr
     out = json.loads(proc.stdout)
     assert out["status"] == "ok" and out["isa"]["target"] == "bmg"
     (module,) = out["isa"]["modules"]
     assert module["verdict"] == "compiled" and module["target"] == "bmg"
     assert {k["kernel"] for k in module["kernels"]} >= {"xe2t_sdpa_prefill"}
+
+
+@pytest.mark.requires_xpu
+def test_bench_isa_target_says_why_a_config_has_no_build_on_that_gpu(xe2_compiler):
+    # Subgroup size 8 runs on the CPU device; the B580 has only 16 and 32: timed, no ISA.
+    proc = run_cli("bench", "--head-dim", "64", "--seq", "64", "--heads-q", "2", "--heads-kv",
+                   "2", "--warmup", "1", "--iters", "3", "--isa-target", "b580", "--json",
+                   "--config", prefill_hd64_config(8))
+    assert proc.returncode == 0, proc.stderr
+    out = json.loads(proc.stdout)
+    assert out["status"] == "ok" and out["isa"] == {
+        "error": "the config is not valid on b580: subgroup_size 8 is not supported by the "
+                 "device (16, 32)"}
