@@ -2,22 +2,25 @@
 
 from __future__ import annotations
 
+import functools
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from alembic import command
-from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
-from alembic.script import ScriptDirectory
-from alembic.util import CommandError
-from sqlalchemy import Connection, Engine, inspect
+from sqlalchemy import Connection, Engine, inspect, text
 from sqlalchemy.exc import SQLAlchemyError
 
 from xe2tune.db._engine import WRITE_OPTION, describe, make_engine, use_wal
 from xe2tune.db._models import TABLE_PREFIX
 from xe2tune.errors import StoreError
+
+# Alembic (0.1-0.2 s to import, more than the rest of a store's open) loads only when a
+# migration runs or a revision is unknown: the open of a database already at head, which is
+# nearly every open, reads the version row and the migration files' headers itself.
+if TYPE_CHECKING:
+    from alembic.config import Config
 
 MIGRATIONS_DIR = Path(__file__).with_name("migrations")
 VERSION_TABLE = f"{TABLE_PREFIX}alembic_version"  # optuna owns "alembic_version"
@@ -37,26 +40,53 @@ def include_name(name: str | None, type_: str, _parent_names: Any) -> bool:
 
 def alembic_config() -> Config:
     """An Alembic config pointing at the packaged migrations (no alembic.ini needed)."""
+    from alembic.config import Config
+
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS_DIR))
     return config
 
 
+_REVISION = re.compile(r'^revision = "(\w+)"$', re.MULTILINE)
+_DOWN_REVISION = re.compile(r'^down_revision = (?:None|"(\w+)")$', re.MULTILINE)
+
+
+@functools.cache
 def head_revision() -> str:
-    """The newest revision shipped with this version of xe2tune."""
-    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
-    assert head is not None, "the packaged migrations have no head"
+    """The newest revision shipped with this version of xe2tune: the one no other revision
+    names as its down_revision (the chain is linear; tests/db/test_db_migrations.py checks
+    this against Alembic's own answer)."""
+    revisions, parents = set(), set()
+    for path in (MIGRATIONS_DIR / "versions").glob("*.py"):
+        header = path.read_text(encoding="utf-8")
+        revision, down = _REVISION.search(header), _DOWN_REVISION.search(header)
+        assert revision and down, f"{path.name} names no revision and down_revision"
+        revisions.add(revision[1])
+        parents.add(down[1])
+    (head,) = revisions - parents
     return head
 
 
 def current_revision(engine: Engine) -> str | None:
-    """The revision the database is at, None when it has no xe2t_* schema yet."""
+    """The revision the database is at, None when it has no xe2t_* schema yet.
+
+    Raises:
+        StoreError: the version table holds more than one revision (not one of ours).
+    """
     with engine.connect() as connection:
-        context = MigrationContext.configure(connection, opts={"version_table": VERSION_TABLE})
-        return context.get_current_revision()
+        if not inspect(connection).has_table(VERSION_TABLE):
+            return None
+        rows = connection.execute(text(f"SELECT version_num FROM {VERSION_TABLE}")).all()
+    if len(rows) > 1:
+        raise StoreError(f"database {engine.url!r} records {len(rows)} schema revisions in "
+                         f"{VERSION_TABLE}; an xe2tune database records one")
+    return rows[0][0] if rows else None
 
 
 def _known(config: Config, revision: str) -> bool:
+    from alembic.script import ScriptDirectory
+    from alembic.util import CommandError
+
     try:
         return ScriptDirectory.from_config(config).get_revision(revision) is not None
     except CommandError:
@@ -174,17 +204,24 @@ def upgrade_engine(engine: Engine, revision: str = "head") -> None:
     Raises:
         StoreError: the database is newer than this xe2tune, or the migration failed.
     """
+    failure = f"cannot migrate database {engine.url!r}"
     try:
         current = current_revision(engine)
-        if revision == "head" and current == head_revision():
-            return
+    except SQLAlchemyError as exc:
+        raise StoreError(f"{failure}: {describe(exc)}") from exc
+    if revision == "head" and current == head_revision():
+        return
+    from alembic import command
+    from alembic.util import CommandError
+
+    try:
         config = alembic_config()
         _require_known(engine, config, current)
         with _migration_transaction(engine) as connection:
             config.attributes["connection"] = connection
             command.upgrade(config, revision)
     except (SQLAlchemyError, CommandError) as exc:
-        raise StoreError(f"cannot migrate database {engine.url!r}: {describe(exc)}") from exc
+        raise StoreError(f"{failure}: {describe(exc)}") from exc
 
 
 def prepare_for_writing(engine: Engine, revision: str = "head") -> None:

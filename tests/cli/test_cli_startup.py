@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-# SQLAlchemy, Alembic and pandas (db), optuna (tuner), dpctl and the SYCL extension (harness),
-# FastAPI, uvicorn and grpc (serve): together over a CPU second, for the commands that use them.
+# SQLAlchemy, Alembic (migrations only) and pandas (db), optuna (tuner), dpctl and the SYCL
+# extension (harness), FastAPI, uvicorn and grpc (serve): together over a CPU second, for the
+# commands that use them.
 HEAVY = ("pandas", "sqlalchemy", "alembic", "optuna", "dpctl", "_sycl_jit", "fastapi", "uvicorn",
          "grpc")
 
@@ -124,4 +125,14 @@ def test_the_probe_sees_a_command_that_loads_the_database(tmp_path: Path) -> Non
     # the checks above can fail: a command that opens the database loads SQLAlchemy
     proc, loaded = _run(tmp_path, "results")
     assert proc.returncode == 2, proc.stderr  # no database file: nothing tuned
+    assert "sqlalchemy" in loaded
+
+
+def test_alembic_loads_only_when_a_database_is_migrated(tmp_path: Path) -> None:
+    url = f"sqlite:///{tmp_path / 'tune.db'}"
+    proc, loaded = _run(tmp_path, "migrate", "--db", url)  # a new file: the schema is created
+    assert proc.returncode == 0, proc.stderr
     assert {"sqlalchemy", "alembic"} <= set(loaded)
+    proc, loaded = _run(tmp_path, "results", "--db", url)  # at head: read as it is
+    assert proc.returncode == 0, proc.stderr
+    assert "sqlalchemy" in loaded and "alembic" not in loaded

@@ -13,10 +13,17 @@ import pytest
 from alembic import command
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
-from sqlalchemy import create_engine
+from alembic.script import ScriptDirectory
+from sqlalchemy import create_engine, text
 
 from xe2tune.db import BestQuery, migrate_database, open_store
-from xe2tune.db._migrate import VERSION_TABLE, alembic_config, head_revision, include_name
+from xe2tune.db._migrate import (
+    VERSION_TABLE,
+    alembic_config,
+    current_revision,
+    head_revision,
+    include_name,
+)
 from xe2tune.db._models import Base
 from xe2tune.errors import StoreError
 from xe2tune.testing import launcher_config, prefill
@@ -127,3 +134,32 @@ def test_a_database_from_a_newer_xe2tune_is_refused(db_path: Path) -> None:
         db.execute(f"UPDATE {VERSION_TABLE} SET version_num = '9999'")
     with pytest.raises(StoreError, match="unknown to this xe2tune"):
         open_store(url)
+
+
+def test_the_head_read_from_the_files_is_alembics() -> None:
+    # Opens compare against head_revision() without loading Alembic; Alembic has the last word.
+    script = ScriptDirectory.from_config(alembic_config())
+    assert head_revision() == script.get_current_head()
+    assert len(list(script.walk_revisions())) == len(
+        list((Path(alembic_config().get_main_option("script_location")) / "versions")
+             .glob("*.py")))
+
+
+def test_the_revision_read_without_alembic_is_alembics(db_path: Path) -> None:
+    url = f"sqlite:///{db_path}"
+    engine = create_engine(url)
+    try:
+        assert current_revision(engine) is None  # no tables yet
+        for revision in ("0001", "head"):
+            migrate_database(url, revision)
+            with engine.connect() as connection:
+                context = MigrationContext.configure(
+                    connection, opts={"version_table": VERSION_TABLE})
+                assert current_revision(engine) == context.get_current_revision()
+        with engine.begin() as connection:  # not a version table an xe2tune migration writes
+            connection.execute(text(f"INSERT INTO {VERSION_TABLE} VALUES ('0001')"))
+        with pytest.raises(StoreError, match="records 2 schema revisions"):
+            current_revision(engine)
+    finally:
+        engine.dispose()
+
