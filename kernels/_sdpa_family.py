@@ -205,14 +205,18 @@ class SdpaFamilyBase:
         Raises:
             Nothing: every failure is a reason string.
         """
-        reason = self.unavailable_reason(problem, caps) or self._form_reason(config, problem)
+        reason = self.unavailable_reason(problem, caps)
         if reason is not None:
             return reason
-        p = self.params_from_config(config)
+        p = self._well_formed_params(config, problem)
+        if isinstance(p, str):
+            return p
         return first_reason(rules_of(self, problem, caps), p) or self._off_grid_reason(p, problem)
 
-    def _form_reason(self, config: LauncherConfig, problem: ProblemSpec) -> str | None:
-        """Why the config is not a well-formed point of the family's vocabulary, if it is not.
+    def _well_formed_params(self, config: LauncherConfig,
+                            problem: ProblemSpec) -> dict[str, Any] | str:
+        """The config's parameters, or why it is not a well-formed point of the family's
+        vocabulary.
 
         Every config :meth:`config_from_params` makes from a point of the space is well formed,
         so :meth:`valid_grid` skips these checks; a stored or hand-written config may not be.
@@ -235,7 +239,7 @@ class SdpaFamilyBase:
         if bq % tm == 0 and config.subgroup_layout != (bq // tm, 1):
             return (f"subgroup_layout must be (BQ / rows_per_item, 1) = ({bq // tm}, 1), got "
                     f"{config.subgroup_layout}")
-        return None
+        return p
 
     def rules(self, problem: ProblemSpec, caps: DeviceCaps) -> tuple[Rule, ...]:
         """The rules a point of the space must pass for this problem and device, in the order

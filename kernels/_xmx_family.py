@@ -313,12 +313,15 @@ class XmxFamilyBase(SdpaFamilyBase):
         Raises:
             Nothing: every failure is a reason string.
         """
-        reason = self.unavailable_reason(problem, caps) or self._form_reason(config, problem)
+        reason = self.unavailable_reason(problem, caps)
         if reason is not None:
             return reason
-        return first_reason(rules_of(self, problem, caps), self.params_from_config(config))
+        p = self._well_formed_params(config, problem)
+        return p if isinstance(p, str) else first_reason(rules_of(self, problem, caps), p)
 
-    def _form_reason(self, config: LauncherConfig, problem: ProblemSpec) -> str | None:
+    def _well_formed_params(self, config: LauncherConfig,
+                            problem: ProblemSpec) -> dict[str, Any] | str:
+        """The config's parameters, or why it is not a well-formed point of this family."""
         # LauncherConfig itself holds extents >= 1 and stages >= 0.
         if config.family != self.name:
             return f"the config belongs to family {config.family}, not {self.name}"
@@ -339,7 +342,7 @@ class XmxFamilyBase(SdpaFamilyBase):
             return (f"dv_splits {p.get('dv_splits', 'absent')}: {self.name} takes "
                     + (f"one of {', '.join(map(str, splits))}" if splits != (1,) else "none")
                     + f" for Dv {problem.head_dim_v}")
-        return None
+        return p
 
     def rules(self, problem: ProblemSpec, caps: DeviceCaps) -> tuple[Rule, ...]:
         """The xmx mainloop's rules (sdpa_xmx_mainloop.hpp's Shape and the device model), as
