@@ -50,7 +50,7 @@ LOG2E = math.log2(math.e)
 
 COMMON_PARAMS = ("bq", "bk", "bd", "bv", "stages", "subgroup_size", "rows_per_item", "kv_stage")
 COMMON_KNOBS = ("kv_stage", "rows_per_item")
-BOOL_PARAMS = ("kv_stage", "kv_pack")
+BOOL_PARAMS = ("kv_stage", "kv_pack", "prefetch_shares")
 
 
 def kv_variant_defines(problem: ProblemSpec) -> dict[str, int]:

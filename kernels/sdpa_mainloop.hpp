@@ -18,6 +18,13 @@
 
 #include "sdpa_tile_ops.hpp"
 
+// 1: several KV heads read in place prefetch in shares of every head's rows (Ahead::kShares)
+// whatever K/V's element size; 0 (the MHA kernels as they were): only one-byte K/V do. The
+// decode family's prefetch_shares knob; which is faster depends on the machine (below).
+#ifndef XE2T_PREFETCH_SHARES
+#define XE2T_PREFETCH_SHARES 0
+#endif
+
 namespace xe2t {
 
 // Run-time shape of one (batch, KV head) slice.
@@ -192,10 +199,11 @@ struct SdpaMainloop {
   enum class Ahead {
     kRows,   // one head: each score step its keys' K and V rows, a call per line
     kVByPv,  // several heads: K rows by the score steps, V lines by the P x V splits
-    // Several heads, one-byte (FP8) K/V: shares of every head's rows (prefetch_share), K's
-    // by the score steps and V's by the P x V splits. Measured cold (decode hd128 32/8, kv
-    // 16384): e4m3 7-8 % faster than kVByPv, fp16 5-11 % slower (twice the lines per share,
-    // issued back to back), so 2-byte K/V keep kVByPv.
+    // Several heads, one-byte (FP8) K/V, or any with XE2T_PREFETCH_SHARES: shares of every
+    // head's rows (prefetch_share), K's by the score steps and V's by the P x V splits.
+    // Measured cold (decode hd128 32/8, kv 16384): e4m3 7-8 % faster than kVByPv; fp16 5-11 %
+    // slower on a Zen 5 EPYC and a Xeon (twice the lines per share, issued back to back) but
+    // 24 % faster on a Zen 2 EPYC (AVX2), so for 2-byte K/V it is the tuner's choice.
     kShares,
   };
 
@@ -458,8 +466,9 @@ struct SdpaMainloop {
   static void run(const Slice (&s)[HB], int row0, int t, int kb0, int kb1, float *local,
                   sycl::group<2> wg, State (&st)[HB]) {
     constexpr bool kKeyMajor = HB > 1 && KV_STAGE == 0;
-    constexpr Ahead kAhead =
-        !kKeyMajor ? Ahead::kRows : sizeof(KV) == 1 ? Ahead::kShares : Ahead::kVByPv;
+    constexpr Ahead kAhead = !kKeyMajor ? Ahead::kRows
+                             : sizeof(KV) == 1 || XE2T_PREFETCH_SHARES ? Ahead::kShares
+                                                                        : Ahead::kVByPv;
     const Geometry &g = *s[0].g;
     alignas(64) float qs[HB][TM][D];
     int last[TM];

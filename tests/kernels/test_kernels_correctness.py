@@ -125,6 +125,10 @@ NON_DEFAULT = {
     "decode-direct-heads": ("decode", 128, "fp32", dict(
         bq=4, bk=16, bd=32, bv=16, stages=3, subgroup_size=8, rows_per_item=4, kv_stage=False,
         kv_chunk=256, kv_heads_per_group=2)),
+    # the same with K and V prefetched in shares of both heads' rows, 2 blocks ahead
+    "decode-direct-heads-shares": ("decode", 128, "bf16", dict(
+        bq=4, bk=16, bd=32, bv=16, stages=2, subgroup_size=8, rows_per_item=4, kv_stage=False,
+        kv_chunk=256, kv_heads_per_group=2, prefetch_shares=True)),
 }
 NON_DEFAULT_SHAPES = {
     "prefill": [(129, 1000, 8, 2, True), (1000, 17, 4, 4, False)],
