@@ -22,13 +22,20 @@ from xe2tune.kernels._sdpa_family import SdpaFamilyBase, kv_scale_args
 # single query row does not compute padding rows, ``kv_heads_per_group`` to the largest of 8, 4, 2,
 # 1 dividing heads_kv, and ``kv_chunk`` shrunk (down to 128) until phase 1 has at least
 # MIN_SPLIT_GROUPS work-groups. Later entries are fallbacks.
+# prefetch_shares (2-byte K/V, several KV heads per work-group): on with 8 fp32 lanes (AVX2), off
+# with 16 (WIDE_TILES). On a Zen 2 EPYC (AVX2), shares over rows at hd128 32/8: fp16 kv 1024 /
+# 16384 / 16384 causal 0.80 / 0.76 / 0.72, bf16 kv 4096 0.79, fp32 kv 4096 0.95 (`python
+# benchmarks/kernel_defaults.py decode [--dtype T] --seq S [--causal] --iters 5 --rounds 8
+# --params '{}' '{"prefetch_shares": true}'`, 2026-12-05); on a Zen 5 EPYC and a Xeon (AVX-512)
+# fp16 5-11 % slower. The default keeps it only where the space allows it (``default_config``).
 DEFAULT_PARAMS: tuple[dict[str, Any], ...] = (
     {"bq": 4, "bk": 16, "bd": 32, "bv": 16, "stages": 1, "subgroup_size": 8,
-     "rows_per_item": 4, "kv_stage": False, "kv_chunk": 1024, "kv_heads_per_group": 8},
+     "rows_per_item": 4, "kv_stage": False, "kv_chunk": 1024, "kv_heads_per_group": 8,
+     "prefetch_shares": True},
     {"bq": 4, "bk": 16, "bd": 16, "bv": 16, "stages": 1, "subgroup_size": 8,
      "rows_per_item": 4, "kv_stage": False, "kv_chunk": 512, "kv_heads_per_group": 1},
 )
-WIDE_TILES = {"subgroup_size": 16, "bk": 16, "bd": 32, "bv": 32}
+WIDE_TILES = {"subgroup_size": 16, "bk": 16, "bd": 32, "bv": 32, "prefetch_shares": False}
 MIN_SPLIT_GROUPS = 4
 
 
@@ -74,7 +81,7 @@ class DecodeFamily(SdpaFamilyBase):
     ``prefetch_shares`` (define PREFETCH_SHARES), for 2-byte K/V read in place by several heads:
     prefetch K and V in shares of every head's rows, as FP8 K/V always do, instead of row by row
     (decode hd128 fp16 32/8, kv 16384: 0.76 of the time on a Zen 2 EPYC, 5-11 % slower on a
-    Zen 5 EPYC and a Xeon; the default keeps the rows).
+    Zen 5 EPYC and a Xeon; the default: on with 8 lanes, off with 16).
     """
 
     name = "sdpa_decode"
@@ -155,8 +162,10 @@ class DecodeFamily(SdpaFamilyBase):
             groups = problem.batch * problem.heads_kv // hb
             while chunk > 128 and groups * -(-problem.kv_len // chunk) < MIN_SPLIT_GROUPS:
                 chunk //= 2
+            shares = (params.get("prefetch_shares", False) and hb > 1
+                      and problem.kv_dtype is None and not params["kv_stage"])
             fitted.append({**params, "bq": bq, "rows_per_item": tm, "kv_chunk": chunk,
-                           "kv_heads_per_group": hb})
+                           "kv_heads_per_group": hb, "prefetch_shares": shares})
         return self._first_valid(fitted, problem, caps)
 
     def plan(

@@ -89,9 +89,11 @@ def _plans():
         ("prefill-fp32-kv_pack", PrefillFamily(), packed, CPU_CAPS,
          {"bq": 64, "bk": 32, "bd": 16, "bv": 16, "stages": 1, "subgroup_size": 8,
           "rows_per_item": 8, "kv_stage": True, "kv_pack": True}, BASE_COMMIT),
-        # 8 KV heads per work-group (the default): the key-major path
-        ("decode-fp16-gqa-heads-default", DecodeFamily(), heads, CPU_CAPS, None,
-         KEY_MAJOR_COMMIT),
+        # 8 KV heads per work-group (the default): the key-major path, prefetching rows (the
+        # AVX2 default since prefetches in shares, an MHA change of its own)
+        ("decode-fp16-gqa-heads-rows", DecodeFamily(), heads, CPU_CAPS,
+         {**DecodeFamily().params_from_config(DecodeFamily().default_config(heads, CPU_CAPS)),
+          "prefetch_shares": False}, KEY_MAJOR_COMMIT),
     ]
     for dtype in ("fp16", "bf16"):
         xp = ProblemSpec("prefill", 128, dtype, 512, 512, **gqa)
