@@ -39,6 +39,13 @@ WIDE_TILES = {"subgroup_size": 16, "bk": 16, "bd": 32, "bv": 32, "prefetch_share
 MIN_SPLIT_GROUPS = 4
 
 
+def _shares_change_the_kernel(problem: ProblemSpec, kv_heads_per_group: int,
+                              kv_stage: bool) -> bool:
+    """Whether prefetch_shares builds other code: 2-byte K/V read in place by several KV heads
+    per work-group (FP8 K/V always prefetch in shares; one head or staged tiles never do)."""
+    return problem.kv_dtype is None and kv_heads_per_group > 1 and not kv_stage
+
+
 def kv_chunk_rule() -> Rule:
     """Phase 1 splits the keys in whole K blocks (both decode families)."""
     return check(("kv_chunk", "bk"), lambda p: p["kv_chunk"] >= 1 and p["kv_chunk"] % p["bk"] == 0,
@@ -126,8 +133,8 @@ class DecodeFamily(SdpaFamilyBase):
             (hb,), lambda p: p[hb] >= 1 and problem.heads_kv % p[hb] == 0,
             lambda p: f"{hb} {p[hb]} must be a positive divisor of heads_kv {problem.heads_kv}"),
             check((shares, hb, "kv_stage"),
-                  lambda p: not p[shares] or (problem.kv_dtype is None and p[hb] > 1
-                                               and not p["kv_stage"]),
+                  lambda p: not p[shares] or _shares_change_the_kernel(problem, p[hb],
+                                                                        p["kv_stage"]),
                   lambda p: f"{shares} must be off: {where}"))
 
     def defines(
@@ -162,8 +169,8 @@ class DecodeFamily(SdpaFamilyBase):
             groups = problem.batch * problem.heads_kv // hb
             while chunk > 128 and groups * -(-problem.kv_len // chunk) < MIN_SPLIT_GROUPS:
                 chunk //= 2
-            shares = (params.get("prefetch_shares", False) and hb > 1
-                      and problem.kv_dtype is None and not params["kv_stage"])
+            shares = (params.get("prefetch_shares", False)
+                      and _shares_change_the_kernel(problem, hb, params["kv_stage"]))
             fitted.append({**params, "bq": bq, "rows_per_item": tm, "kv_chunk": chunk,
                            "kv_heads_per_group": hb, "prefetch_shares": shares})
         return self._first_valid(fitted, problem, caps)

@@ -255,16 +255,21 @@ def prefill_hd64_config(subgroup_size: int) -> str:
         "knobs": {"kv_pack": False, "kv_stage": True, "rows_per_item": 6}})
 
 
+def bench_for_b580(subgroup_size: int) -> dict:
+    """``bench --isa-target b580 --json`` of that config on the CPU device, which must exit 0."""
+    proc = run_cli("bench", "--head-dim", "64", "--seq", "64", "--heads-q", "2", "--heads-kv",
+                   "2", "--warmup", "1", "--iters", "3", "--isa-target", "b580", "--json",
+                   "--config", prefill_hd64_config(subgroup_size))
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
 @pytest.mark.requires_xpu
 def test_bench_isa_target_reports_the_build_that_gpu_would_run(xe2_compiler):
     # Timed on the CPU device; the ISA is of the same config planned for the B580 (its
     # register mode and policy), compiled by Intel's Xe2 compiler for bmg. The config is given:
     # the CPU's own default has subgroup size 8 on AVX2 machines, which the B580 lacks.
-    proc = run_cli("bench", "--head-dim", "64", "--seq", "64", "--heads-q", "2", "--heads-kv",
-                   "2", "--warmup", "1", "--iters", "3", "--isa-target", "b580", "--json",
-                   "--config", prefill_hd64_config(16))
-    assert proc.returncode == 0, proc.stderr
-    out = json.loads(proc.stdout)
+    out = bench_for_b580(16)
     assert out["status"] == "ok" and out["isa"]["target"] == "bmg"
     (module,) = out["isa"]["modules"]
     assert module["verdict"] == "compiled" and module["target"] == "bmg"
@@ -274,11 +279,7 @@ def test_bench_isa_target_reports_the_build_that_gpu_would_run(xe2_compiler):
 @pytest.mark.requires_xpu
 def test_bench_isa_target_says_why_a_config_has_no_build_on_that_gpu(xe2_compiler):
     # Subgroup size 8 runs on the CPU device; the B580 has only 16 and 32: timed, no ISA.
-    proc = run_cli("bench", "--head-dim", "64", "--seq", "64", "--heads-q", "2", "--heads-kv",
-                   "2", "--warmup", "1", "--iters", "3", "--isa-target", "b580", "--json",
-                   "--config", prefill_hd64_config(8))
-    assert proc.returncode == 0, proc.stderr
-    out = json.loads(proc.stdout)
+    out = bench_for_b580(8)
     assert out["status"] == "ok" and out["isa"] == {
         "error": "the config is not valid on b580: subgroup_size 8 is not supported by the "
                  "device (16, 32)"}
