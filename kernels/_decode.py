@@ -23,10 +23,10 @@ from xe2tune.kernels._sdpa_family import SdpaFamilyBase, kv_scale_args
 # 1 dividing heads_kv, and ``kv_chunk`` shrunk (down to 128) until phase 1 has at least
 # MIN_SPLIT_GROUPS work-groups. Later entries are fallbacks.
 # prefetch_shares (2-byte K/V, several KV heads per work-group): on with 8 fp32 lanes (AVX2), off
-# with 16 (WIDE_TILES). On a Zen 2 EPYC (AVX2), shares over rows at hd128 32/8: fp16 kv 1024 /
-# 16384 / 16384 causal 0.80 / 0.76 / 0.72, bf16 kv 4096 0.79, fp32 kv 4096 0.95 (`python
+# with 16 (WIDE_TILES). On a quiet Zen 2 EPYC (AVX2), shares over rows at hd128 32/8: fp16 kv
+# 1024 / 16384 / 16384 causal 0.78 / 0.74 / 0.77, bf16 kv 4096 0.78, fp32 kv 4096 1.00 (`python
 # benchmarks/kernel_defaults.py decode [--dtype T] --seq S [--causal] --iters 5 --rounds 8
-# --params '{}' '{"prefetch_shares": true}'`, 2026-12-05); on a Zen 5 EPYC and a Xeon (AVX-512)
+# --params '{"prefetch_shares": false}' '{}'`, 2026-12-05); on a Zen 5 EPYC and a Xeon (AVX-512)
 # fp16 5-11 % slower. The default keeps it only where the space allows it (``default_config``).
 DEFAULT_PARAMS: tuple[dict[str, Any], ...] = (
     {"bq": 4, "bk": 16, "bd": 32, "bv": 16, "stages": 1, "subgroup_size": 8,
@@ -87,7 +87,7 @@ class DecodeFamily(SdpaFamilyBase):
     block by block, so K/V are read in memory order rather than one head's rows apart;
     ``prefetch_shares`` (define PREFETCH_SHARES), for 2-byte K/V read in place by several heads:
     prefetch K and V in shares of every head's rows, as FP8 K/V always do, instead of row by row
-    (decode hd128 fp16 32/8, kv 16384: 0.76 of the time on a Zen 2 EPYC, 5-11 % slower on a
+    (decode hd128 fp16 32/8, kv 16384: 0.74 of the time on a Zen 2 EPYC, 5-11 % slower on a
     Zen 5 EPYC and a Xeon; the default: on with 8 lanes, off with 16).
     """
 

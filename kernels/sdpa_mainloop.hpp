@@ -203,7 +203,7 @@ struct SdpaMainloop {
     // head's rows (prefetch_share), K's by the score steps and V's by the P x V splits.
     // Measured cold (decode hd128 32/8, kv 16384): e4m3 7-8 % faster than kVByPv; fp16 5-11 %
     // slower on a Zen 5 EPYC and a Xeon (twice the lines per share, issued back to back) but
-    // 24 % faster on a Zen 2 EPYC (AVX2), so for 2-byte K/V it is the tuner's choice.
+    // 26 % faster on a Zen 2 EPYC (AVX2), so for 2-byte K/V it is the tuner's choice.
     kShares,
   };
 
