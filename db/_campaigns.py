@@ -258,16 +258,16 @@ class CampaignStore:
         """Progress per study and per worker (see :func:`campaign_status`), with ``remote``
         gRPC workers and their studies too (read from the optuna storage they share with this
         database)."""
-        import optuna  # the read side loads optuna only when a campaign is read
-
-        from xe2tune.db._campaign_remote import remote_progress
-
         campaign = self.get(campaign_id)
         with self._transactions.read() as session:
             local = campaign_status(session, campaign)
             shared = inspect(session.get_bind()).has_table("version_info")  # optuna's tables
         if not (remote and shared):  # no optuna storage here: nobody ran a gRPC worker
             return local
+        import optuna  # the read side loads optuna only for a campaign's gRPC workers
+
+        from xe2tune.db._campaign_remote import remote_progress
+
         storage = optuna.storages.RDBStorage(
             self._store.optuna_storage_url(), engine_kwargs=self._store.optuna_engine_kwargs(),
             skip_table_creation=True)

@@ -12,7 +12,6 @@ import json
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-import numpy as np
 from sqlalchemy import Text, cast, select
 
 from xe2tune.db._convert import problem_spec, stored_config
@@ -20,6 +19,7 @@ from xe2tune.db._models import Measurement, Problem, Study, Trial
 from xe2tune.measurement import TrialStatus
 
 if TYPE_CHECKING:
+    import numpy as np
     from sqlalchemy.orm import Session
 
     from xe2tune.kernels import LauncherConfig, ProblemSpec
@@ -61,6 +61,8 @@ def roofline_points(session: Session, device_id: int) -> RooflinePoints:
     Fetched through the driver's cursor: 10^5-10^6 rows of plain numbers, where building a
     SQLAlchemy row per trial would cost more than the query.
     """
+    import numpy as np  # here, not at import: the CLI's read commands need no NumPy
+
     dtypes = {study_id: dtype for study_id, dtype in session.execute(
         select(Study.id, Problem.dtype).join(Problem, Problem.id == Study.problem_id)
         .where(Study.device_id == device_id))}

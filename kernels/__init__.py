@@ -1,174 +1,62 @@
-"""SDPA kernel families: sources under this folder, their configs, spaces and build path."""
+"""SDPA kernel families: sources under this folder, their configs, spaces and build path.
+
+The names below load with their module on first use (PEP 562): a command that needs only
+``ProblemSpec`` or the dtype names does not import NumPy, the families and the build path
+(``xe2tune results`` and the other read-side commands start that much sooner).
+"""
 
 from __future__ import annotations
 
-from xe2tune.kernels._catalog import (
-    CatalogPeaks,
-    DeviceDescription,
-    catalog_device,
-    describe_live_device,
-    device_catalog,
-)
-from xe2tune.kernels._config import LauncherConfig
-from xe2tune.kernels._decode import DecodeFamily
-from xe2tune.kernels._device_caps import DeviceCaps
-from xe2tune.kernels._family import Baseline, KernelFamily, KernelLaunch, LaunchPlan
-from xe2tune.kernels._family_union import FamilyUnion, family_source_hash
-from xe2tune.kernels._inputs import dtype_name, kv_dtype_name, make_inputs, numpy_dtype
-from xe2tune.kernels._isa import KernelIsa, ModuleIsa, iga_platform, module_isa
-from xe2tune.kernels._isa_counts import IsaCounts, count_dpas_loop, count_isa
-from xe2tune.kernels._isa_jobs import (
-    ISA_TIMEOUT_S,
-    MAX_PARALLEL_COMPILES,
-    IsaJob,
-    compile_isa,
-    compile_isa_all,
-    isa_pool,
-)
-from xe2tune.kernels._jit import (
-    BuiltProgram,
-    build_program,
-    define_flags,
-    has_matrix_aspect,
-    source_hash,
-    submit_at_addresses,
-)
-from xe2tune.kernels._native_build import NativeBuildError, load_extension
-from xe2tune.kernels._prefill import PrefillFamily
-from xe2tune.kernels._problem import (
-    DEFAULT_HEAD_DIM_V,
-    DTYPES,
-    ELEMENT_BYTES,
-    HEAD_DIMS,
-    HEAD_DIMS_V,
-    KV_DTYPES,
-    MODES,
-    ProblemSpec,
-    default_head_dim_v,
-)
-from xe2tune.kernels._reference import reference_sdpa
-from xe2tune.kernels._registry import (
-    families_for,
-    family_for,
-    family_for_mode,
-    family_names,
-    get_family,
-    search_family,
-)
-from xe2tune.kernels._rules import GridConfigs, Rule, ValidGrid
-from xe2tune.kernels._spirv import (
-    DEFAULT_GRF,
-    DOUBLE_GRF,
-    KernelSpirv,
-    SpirvError,
-    SpirvSummary,
-    parse_spirv,
-)
-from xe2tune.kernels._spirv_capture import CaptureTimeout, SpirvCapture, capture_spirv
-from xe2tune.kernels._tolerance import THRESHOLDS, check_output
-from xe2tune.kernels._xe2_compile import (
-    LARGE_GRF_OPTION,
-    CompileOutcome,
-    Verdict,
-    compile_module,
-    module_options,
-)
-from xe2tune.kernels._xe2_compiler import (
-    INSTALL_SCRIPT,
-    CompilerLookup,
-    Xe2Compiler,
-    Xe2CompilerMissing,
-    locate_xe2_compiler,
-)
-from xe2tune.kernels._xmx_decode import XmxDecodeFamily
-from xe2tune.kernels._xmx_prefill import XmxPrefillFamily
-from xe2tune.kernels._zebin import Zebin, ZebinError, ZeKernelInfo, read_zebin
+from xe2tune._lazy import lazy_exports
 
-__all__ = [
-    "DEFAULT_HEAD_DIM_V",
-    "DEFAULT_GRF",
-    "DOUBLE_GRF",
-    "INSTALL_SCRIPT",
-    "ISA_TIMEOUT_S",
-    "LARGE_GRF_OPTION",
-    "MAX_PARALLEL_COMPILES",
-    "DTYPES",
-    "ELEMENT_BYTES",
-    "HEAD_DIMS",
-    "HEAD_DIMS_V",
-    "KV_DTYPES",
-    "MODES",
-    "THRESHOLDS",
-    "XmxDecodeFamily",
-    "XmxPrefillFamily",
-    "Baseline",
-    "BuiltProgram",
-    "CaptureTimeout",
-    "CatalogPeaks",
-    "DeviceDescription",
-    "FamilyUnion",
-    "GridConfigs",
-    "Rule",
-    "ValidGrid",
-    "DecodeFamily",
-    "DeviceCaps",
-    "KernelFamily",
-    "KernelLaunch",
-    "KernelSpirv",
-    "LaunchPlan",
-    "NativeBuildError",
-    "LauncherConfig",
-    "ModuleIsa",
-    "KernelIsa",
-    "IsaCounts",
-    "IsaJob",
-    "CompileOutcome",
-    "CompilerLookup",
-    "Verdict",
-    "Xe2Compiler",
-    "Xe2CompilerMissing",
-    "ZeKernelInfo",
-    "Zebin",
-    "ZebinError",
-    "PrefillFamily",
-    "ProblemSpec",
-    "SpirvCapture",
-    "SpirvError",
-    "SpirvSummary",
-    "build_program",
-    "submit_at_addresses",
-    "capture_spirv",
-    "catalog_device",
-    "describe_live_device",
-    "device_catalog",
-    "check_output",
-    "default_head_dim_v",
-    "define_flags",
-    "dtype_name",
-    "families_for",
-    "family_for",
-    "family_for_mode",
-    "family_names",
-    "family_source_hash",
-    "get_family",
-    "has_matrix_aspect",
-    "load_extension",
-    "kv_dtype_name",
-    "make_inputs",
-    "numpy_dtype",
-    "compile_isa",
-    "compile_isa_all",
-    "compile_module",
-    "count_dpas_loop",
-    "count_isa",
-    "iga_platform",
-    "isa_pool",
-    "locate_xe2_compiler",
-    "module_isa",
-    "module_options",
-    "read_zebin",
-    "parse_spirv",
-    "reference_sdpa",
-    "search_family",
-    "source_hash",
-]
+# module (under xe2tune.kernels) -> the names it exports here
+_EXPORTS: dict[str, tuple[str, ...]] = {
+    "_catalog": (
+        "CatalogPeaks", "DeviceDescription", "catalog_device", "describe_live_device",
+        "device_catalog",
+    ),
+    "_config": ("LauncherConfig",),
+    "_decode": ("DecodeFamily",),
+    "_device_caps": ("DeviceCaps",),
+    "_family": ("Baseline", "KernelFamily", "KernelLaunch", "LaunchPlan"),
+    "_family_union": ("FamilyUnion", "family_source_hash"),
+    "_inputs": ("dtype_name", "kv_dtype_name", "make_inputs", "numpy_dtype"),
+    "_isa": ("KernelIsa", "ModuleIsa", "iga_platform", "module_isa"),
+    "_isa_counts": ("IsaCounts", "count_dpas_loop", "count_isa"),
+    "_isa_jobs": (
+        "ISA_TIMEOUT_S", "MAX_PARALLEL_COMPILES", "IsaJob", "compile_isa", "compile_isa_all",
+        "isa_pool",
+    ),
+    "_jit": (
+        "BuiltProgram", "build_program", "define_flags", "has_matrix_aspect", "source_hash",
+        "submit_at_addresses",
+    ),
+    "_native_build": ("NativeBuildError", "load_extension"),
+    "_prefill": ("PrefillFamily",),
+    "_problem": (
+        "DEFAULT_HEAD_DIM_V", "DTYPES", "ELEMENT_BYTES", "HEAD_DIMS", "HEAD_DIMS_V", "KV_DTYPES",
+        "MODES", "ProblemSpec", "default_head_dim_v",
+    ),
+    "_reference": ("reference_sdpa",),
+    "_registry": (
+        "families_for", "family_for", "family_for_mode", "family_names", "get_family",
+        "search_family",
+    ),
+    "_rules": ("GridConfigs", "Rule", "ValidGrid"),
+    "_spirv": (
+        "DEFAULT_GRF", "DOUBLE_GRF", "KernelSpirv", "SpirvError", "SpirvSummary", "parse_spirv",
+    ),
+    "_spirv_capture": ("CaptureTimeout", "SpirvCapture", "capture_spirv"),
+    "_tolerance": ("THRESHOLDS", "check_output"),
+    "_xe2_compile": (
+        "LARGE_GRF_OPTION", "CompileOutcome", "Verdict", "compile_module", "module_options",
+    ),
+    "_xe2_compiler": (
+        "INSTALL_SCRIPT", "CompilerLookup", "Xe2Compiler", "Xe2CompilerMissing",
+        "locate_xe2_compiler",
+    ),
+    "_xmx_decode": ("XmxDecodeFamily",),
+    "_xmx_prefill": ("XmxPrefillFamily",),
+    "_zebin": ("Zebin", "ZebinError", "ZeKernelInfo", "read_zebin"),
+}
+__getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS, globals())

@@ -142,7 +142,8 @@ def test_serve_answers_without_the_device_runtime(tmp_path: Path, tuned_db: str)
 # -- the package graph -----------------------------------------------------------------------
 
 PACKAGES = ("kernels", "harness", "tuner", "db", "api", "dashboards")
-SHARED = {"errors", "config", "measurement"}  # src/xe2tune modules every package may import
+# src/xe2tune modules every package may import
+SHARED = {"errors", "config", "measurement", "_lazy"}
 ALLOWED = {  # package -> the packages it may import; data flows tuner -> kernels -> harness -> db
     "kernels": set(),
     "harness": {"kernels"},

@@ -35,8 +35,7 @@ methodology of Willemsen et al. (0 = random search, 1 = optimum): its time-based
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from xe2tune._lazy import lazy_exports
 
 # Every name loads its module on first use, so the light ones (the sampler names, the budget, the
 # default problems) answer the CLI's argument checks without optuna, SQLAlchemy or the device
@@ -77,20 +76,4 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "_worker_loop": ("WorkerTally", "run_worker", "unfit_reason"),
     "_grpc_client": ("ClientTls", "TokenGrpcStorage"),
 }
-_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
-
-
-def __getattr__(name: str) -> Any:
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
-    globals()[name] = value  # later lookups skip this function
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_MODULE_OF})
-
-
-__all__ = sorted(_MODULE_OF)
+__getattr__, __dir__, __all__ = lazy_exports(__name__, _EXPORTS, globals())

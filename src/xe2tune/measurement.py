@@ -13,14 +13,20 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields
 from typing import TYPE_CHECKING, Any, TypeVar
 
-import numpy as np
-
 if TYPE_CHECKING:
     # Only a type here: kernels imports this module (its output check makes CorrectnessReport),
     # so a result is given its config by whoever made or received it (see ``from_dict``).
     from xe2tune.kernels import LauncherConfig
 
 T = TypeVar("T")
+
+
+def _numpy() -> Any:
+    # Imported by the first statistic, not with this module: every CLI command imports these
+    # records, and most never compute one (NumPy's import is a fifth of a command's start-up).
+    import numpy
+
+    return numpy
 
 
 @dataclass(frozen=True)
@@ -48,33 +54,33 @@ class TimingStats:
 
     @property
     def median(self) -> float:
-        return float(np.median(self.samples))
+        return float(_numpy().median(self.samples))
 
     @property
     def mean(self) -> float:
-        return float(np.mean(self.samples))
+        return float(_numpy().mean(self.samples))
 
     @property
     def min(self) -> float:
-        return float(np.min(self.samples))
+        return float(_numpy().min(self.samples))
 
     @property
     def max(self) -> float:
-        return float(np.max(self.samples))
+        return float(_numpy().max(self.samples))
 
     @property
     def p10(self) -> float:
-        return float(np.percentile(self.samples, 10))
+        return float(_numpy().percentile(self.samples, 10))
 
     @property
     def p90(self) -> float:
-        return float(np.percentile(self.samples, 90))
+        return float(_numpy().percentile(self.samples, 90))
 
     @property
     def cv(self) -> float:
         """Coefficient of variation (population std / mean)."""
         mean = self.mean
-        return float(np.std(self.samples) / mean) if mean > 0 else math.nan
+        return float(_numpy().std(self.samples) / mean) if mean > 0 else math.nan
 
     def summary(self) -> dict[str, float | int]:
         """Every statistic, seconds, without the raw samples."""

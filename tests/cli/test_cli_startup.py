@@ -17,9 +17,10 @@ import pytest
 
 # SQLAlchemy, Alembic (migrations only) and pandas (db), optuna (tuner), dpctl and the SYCL
 # extension (harness), FastAPI, uvicorn and grpc (serve): together over a CPU second, for the
-# commands that use them.
+# commands that use them. NumPy (the kernel families, statistics, dashboard reads; dpctl's too):
+# a fifth of a read command's start.
 HEAVY = ("pandas", "sqlalchemy", "alembic", "optuna", "dpctl", "_sycl_jit", "fastapi", "uvicorn",
-         "grpc")
+         "grpc", "numpy")
 
 # Writes the heavy modules loaded to $XE2TUNE_PROBE at exit (after sys.exit too), then runs the
 # console script's main() with the given arguments.
@@ -101,11 +102,12 @@ def test_bad_arguments_fail_before_anything_heavy_loads(
 # before they are checked, and nothing else heavy loads.
 SEARCH_BAD_ARGUMENTS = [
     (("--head-dim", "128", "--sampler", "nope"), "unknown sampler 'nope'", []),
-    (("--head-dim", "7"), "head dim 7", ["dpctl"]),
-    (("--head-dim", "128", "--trials", "0"), "--trials must be >= 1", ["dpctl"]),
-    (("--head-dim", "128", "--confirm-rounds", "0"), "--confirm-rounds must be >= 1", ["dpctl"]),
-    (("--head-dim", "128", "--seq", "abc"), "cannot read 'abc'", ["dpctl"]),
-    (("--head-dim", "128", "--dtype", "fp64"), "dtype 'fp64'", ["dpctl"]),
+    (("--head-dim", "7"), "head dim 7", ["dpctl", "numpy"]),
+    (("--head-dim", "128", "--trials", "0"), "--trials must be >= 1", ["dpctl", "numpy"]),
+    (("--head-dim", "128", "--confirm-rounds", "0"), "--confirm-rounds must be >= 1",
+     ["dpctl", "numpy"]),
+    (("--head-dim", "128", "--seq", "abc"), "cannot read 'abc'", ["dpctl", "numpy"]),
+    (("--head-dim", "128", "--dtype", "fp64"), "dtype 'fp64'", ["dpctl", "numpy"]),
 ]
 
 
@@ -136,3 +138,13 @@ def test_alembic_loads_only_when_a_database_is_migrated(tmp_path: Path) -> None:
     proc, loaded = _run(tmp_path, "results", "--db", url)  # at head: read as it is
     assert proc.returncode == 0, proc.stderr
     assert "sqlalchemy" in loaded and "alembic" not in loaded
+
+
+def test_a_read_command_loads_the_database_stack_and_no_numpy(tmp_path: Path) -> None:
+    # NumPy comes with the kernel families, the statistics and the dashboard's reads, which
+    # listing a database's campaigns never touches (nor the status of one, a worker's start...)
+    url = f"sqlite:///{tmp_path / 'tune.db'}"
+    assert _run(tmp_path, "migrate", "--db", url)[0].returncode == 0
+    proc, loaded = _run(tmp_path, "campaign", "list", "--db", url)
+    assert proc.returncode == 0, proc.stderr
+    assert loaded == ["sqlalchemy"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.table import Table
@@ -21,15 +21,11 @@ from xe2tune.cli._problem_options import (
 from xe2tune.cli._problem_text import head_words
 from xe2tune.cli._vocabulary import seed_vocabulary
 from xe2tune.errors import InvalidConfig, InvalidProblem
-from xe2tune.kernels import (
-    LauncherConfig,
-    LaunchPlan,
-    ProblemSpec,
-    catalog_device,
-    family_for,
-    family_for_mode,
-)
+from xe2tune.kernels import LauncherConfig, ProblemSpec, catalog_device
 from xe2tune.measurement import TrialResult, TrialStatus
+
+if TYPE_CHECKING:
+    from xe2tune.kernels import LaunchPlan
 
 
 def problem_from_options(
@@ -155,6 +151,7 @@ def bench(
         kv_dtype=kv_dtype,
     )
     from xe2tune.harness import BenchSettings, MeasureRequest, problem_unfit_reason
+    from xe2tune.kernels import family_for, family_for_mode  # the families: NumPy loads
 
     try:
         settings = BenchSettings(warmup=warmup, iterations=iters, n_buf=nbuf,

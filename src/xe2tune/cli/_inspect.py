@@ -32,8 +32,6 @@ from xe2tune.kernels import (
     catalog_device,
     define_flags,
     describe_live_device,
-    family_for,
-    family_for_mode,
 )
 
 # A capture may build twice (the second time under the CPU runtime's slow vectorizer mode 0:
@@ -162,6 +160,8 @@ def inspect(
     if isa and description is None:
         raise fail(f"--isa: {caps.name} is no catalog GPU; name one with --target (e.g. b580, "
                    "b570, 140v)")
+    from xe2tune.kernels import family_for, family_for_mode  # the families: NumPy loads
+
     launcher = parse_config(config, family or family_for_mode(problem.mode).name) \
         if config else None
     chosen = family_for(problem, caps, family or (launcher.family if launcher else None))
