@@ -4,7 +4,7 @@ Every test of the CLI and every campaign reader starts a fresh interpreter, so w
 imports before it works is paid once per process. Each command below runs ``--rounds`` times
 per tree, the trees alternating (old, new, old, new, ...), on one migrated SQLite database
 holding a campaign; printed: per command and tree the median CPU seconds (user + system of the
-child, from ``os.wait4``) and the new tree's over the old::
+child, from ``getrusage(RUSAGE_CHILDREN)``) and the new tree's over the old::
 
     python benchmarks/cli_startup.py --base 685ac69 --rounds 8
 
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -42,11 +43,14 @@ def commands(db: str) -> dict[str, list[str]]:
 
 def cpu_seconds(tree: Tree, args: list[str], env: dict[str, str]) -> float:
     """User + system CPU seconds of one run of the CLI with ``args`` (any exit status)."""
-    proc = subprocess.Popen([sys.executable, "-c", CLI, *args], env=tree.env(env),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    _, _, usage = os.wait4(proc.pid, 0)
-    proc.returncode = 0  # reaped by wait4
-    return usage.ru_utime + usage.ru_stime
+    def children() -> float:
+        usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+        return usage.ru_utime + usage.ru_stime
+
+    before = children()
+    subprocess.run([sys.executable, "-c", CLI, *args], env=tree.env(env),
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return children() - before
 
 
 def main() -> None:

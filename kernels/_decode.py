@@ -26,8 +26,9 @@ from xe2tune.kernels._sdpa_family import SdpaFamilyBase, kv_scale_args
 # with 16 (WIDE_TILES). On a quiet Zen 2 EPYC (AVX2), shares over rows at hd128 32/8: fp16 kv
 # 1024 / 16384 / 16384 causal 0.78 / 0.74 / 0.77, bf16 kv 4096 0.78, fp32 kv 4096 1.00 (`python
 # benchmarks/kernel_defaults.py decode [--dtype T] --seq S [--causal] --iters 5 --rounds 8
-# --params '{"prefetch_shares": false}' '{}'`, 2026-12-05); on a Zen 5 EPYC and a Xeon (AVX-512)
-# fp16 5-11 % slower. The default keeps it only where the space allows it (``default_config``).
+# --params '{"prefetch_shares": false}' '{}'`, 2026-12-05); with AVX-512 fp16 5-11 % slower on a
+# Zen 5 EPYC and a Xeon, 0.92 of the time on a Zen 4 EPYC (kv 16384; README): off there until
+# more machines agree. The default keeps it only where the space allows it (``default_config``).
 DEFAULT_PARAMS: tuple[dict[str, Any], ...] = (
     {"bq": 4, "bk": 16, "bd": 32, "bv": 16, "stages": 1, "subgroup_size": 8,
      "rows_per_item": 4, "kv_stage": False, "kv_chunk": 1024, "kv_heads_per_group": 8,
@@ -87,8 +88,8 @@ class DecodeFamily(SdpaFamilyBase):
     block by block, so K/V are read in memory order rather than one head's rows apart;
     ``prefetch_shares`` (define PREFETCH_SHARES), for 2-byte K/V read in place by several heads:
     prefetch K and V in shares of every head's rows, as FP8 K/V always do, instead of row by row
-    (decode hd128 fp16 32/8, kv 16384: 0.74 of the time on a Zen 2 EPYC, 5-11 % slower on a
-    Zen 5 EPYC and a Xeon; the default: on with 8 lanes, off with 16).
+    (decode hd128 fp16 32/8, kv 16384: 0.74 of the time on a Zen 2 EPYC, 0.92 on a Zen 4, 5-11 %
+    slower on a Zen 5 EPYC and a Xeon; the default: on with 8 lanes, off with 16).
     """
 
     name = "sdpa_decode"

@@ -100,14 +100,15 @@ def test_bad_arguments_fail_before_anything_heavy_loads(
 
 # search's default problems and budget depend on the device class: dpctl resolves the device
 # before they are checked, and nothing else heavy loads.
+DEVICE_CLASS = ["dpctl", "numpy"]  # dpctl imports NumPy
 SEARCH_BAD_ARGUMENTS = [
     (("--head-dim", "128", "--sampler", "nope"), "unknown sampler 'nope'", []),
-    (("--head-dim", "7"), "head dim 7", ["dpctl", "numpy"]),
-    (("--head-dim", "128", "--trials", "0"), "--trials must be >= 1", ["dpctl", "numpy"]),
+    (("--head-dim", "7"), "head dim 7", DEVICE_CLASS),
+    (("--head-dim", "128", "--trials", "0"), "--trials must be >= 1", DEVICE_CLASS),
     (("--head-dim", "128", "--confirm-rounds", "0"), "--confirm-rounds must be >= 1",
-     ["dpctl", "numpy"]),
-    (("--head-dim", "128", "--seq", "abc"), "cannot read 'abc'", ["dpctl", "numpy"]),
-    (("--head-dim", "128", "--dtype", "fp64"), "dtype 'fp64'", ["dpctl", "numpy"]),
+     DEVICE_CLASS),
+    (("--head-dim", "128", "--seq", "abc"), "cannot read 'abc'", DEVICE_CLASS),
+    (("--head-dim", "128", "--dtype", "fp64"), "dtype 'fp64'", DEVICE_CLASS),
 ]
 
 
