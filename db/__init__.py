@@ -33,6 +33,7 @@ from xe2tune.db._export import export_cpp, export_json, load_json
 from xe2tune.db._frame import results_csv
 from xe2tune.db._migrate import migrate_database
 from xe2tune.db._open import default_database_url, in_memory, open_store
+from xe2tune.db._optuna_storage import open_optuna_storage
 from xe2tune.db._records import (
     BaselineResult,
     BestQuery,
@@ -124,5 +125,6 @@ __all__ = [
     "WorkerTokenRecord",
     "WorkerTokenStore",
     "open_store",
+    "open_optuna_storage",
     "results_csv",
 ]

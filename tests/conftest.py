@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import os
+import sys
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from _schedule import CACHE_KEY, ModuleSeconds, order_longest_first
+from _schedule import ModuleSeconds, module_seconds, order_longest_first
 from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
@@ -64,6 +65,22 @@ def pytest_configure(config: pytest.Config) -> None:
     # the one process of a run without xdist), never in a worker.
     if not hasattr(config, "workerinput"):
         config.pluginmanager.register(ModuleSeconds(), "xe2tune-module-seconds")
+        share_bytecode()
+
+
+def share_bytecode() -> None:
+    """Let the suite's processes reuse compiled bytecode where PYTHONDONTWRITEBYTECODE is set.
+
+    The suite starts some 340 Python processes (CLIs, device processes, campaign workers,
+    servers) and three xdist workers that each rewrite the asserts of every test module; with
+    the variable set (as on the machines here), each compiles every source of this checkout it
+    imports anew (the installed packages keep the bytecode pip wrote). The bytecode goes where
+    Python puts it by default, ``__pycache__`` beside the sources (ignored by git). Called in
+    the controller before xdist starts its workers, which inherit the environment like every
+    process a test starts.
+    """
+    if os.environ.pop("PYTHONDONTWRITEBYTECODE", None):
+        sys.dont_write_bytecode = False
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
@@ -83,8 +100,7 @@ def _cpu_queue() -> dpctl.SyclQueue | None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    cache = getattr(config, "cache", None)
-    order_longest_first(items, cache.get(CACHE_KEY, {}) if cache is not None else {})
+    order_longest_first(items, module_seconds(getattr(config, "cache", None)))
     if any("requires_xpu" in item.keywords for item in items) and _cpu_queue() is None:
         skip = pytest.mark.skip(reason=f"no SYCL device {CPU_FILTER} (install intel-opencl-rt)")
         for item in items:

@@ -23,6 +23,7 @@ from xe2tune.db import (
     ConfirmationRecord,
     ResultStore,
     TrialRow,
+    open_optuna_storage,
 )
 from xe2tune.errors import InvalidConfig, TrialAbandoned
 from xe2tune.harness import MeasureRequest, TrialResult
@@ -117,9 +118,7 @@ class StudyRun:
             device_id=ids.device_id, kernel_source_id=ids.kernel_source_id,
             problem_id=problem_id, sampler=sampler, optuna_study_name=name,
         )
-        storage = optuna.storages.RDBStorage(
-            store.optuna_storage_url(), engine_kwargs=store.optuna_engine_kwargs()
-        )
+        storage = open_optuna_storage(store)
         # The stored name wins: a study keeps its optuna study whoever created it first.
         name = self.record.optuna_study_name or name
         self.study = optuna.create_study(

@@ -25,6 +25,7 @@ from xe2tune.db import (
     SqlResultStore,
     counted_by,
     mixing_error,
+    open_optuna_storage,
 )
 from xe2tune.errors import InvalidProblem, StoreError
 from xe2tune.harness import DeviceListing, problem_unfit_reason
@@ -170,8 +171,7 @@ def _open_study(campaign: CampaignRecord, problem: ProblemSpec, *, store: Result
 
 def _refuse_grpc_counted(store: ResultStore, campaign: CampaignRecord, name: str) -> None:
     """Checked before the study run opens: opening enqueues warm starts into the study."""
-    storage = optuna.storages.RDBStorage(store.optuna_storage_url(),
-                                         engine_kwargs=store.optuna_engine_kwargs())
+    storage = open_optuna_storage(store)
     try:
         counted = counted_by(optuna.load_study(study_name=name, storage=storage))
     except KeyError:  # no such study yet

@@ -21,15 +21,32 @@ from xe2tune.errors import InvalidProblem
 from xe2tune.kernels import ProblemSpec, family_for
 from xe2tune.kernels._tolerance import THRESHOLDS
 
-# torch comes with the [test] extra; under CI a missing torch is a failure, not a skip.
-torch = importlib.import_module("torch") if os.environ.get("CI") else pytest.importorskip("torch")
-F = torch.nn.functional
-xt = importlib.import_module("xe2tune.torch")
-_launch = importlib.import_module("xe2tune.torch._launch")
-
 pytestmark = pytest.mark.requires_xpu
 
-DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
+# Bound by _load_torch when the module's first test runs, not at collection: importing torch
+# takes about 3 CPU seconds, which each xdist worker paid collecting this module that one of them
+# runs. Parameters name torch's dtypes and build tensors in the tests for the same reason.
+torch = F = xt = _launch = None
+TORCH_DTYPES = {"fp16": "float16", "bf16": "bfloat16", "fp32": "float32"}
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _load_torch() -> None:
+    # torch comes with the [test] extra; under CI a missing torch is a failure, not a skip.
+    module = importlib.import_module("torch") if os.environ.get("CI") \
+        else pytest.importorskip("torch")
+    globals().update(torch=module, F=module.nn.functional,
+                     xt=importlib.import_module("xe2tune.torch"),
+                     _launch=importlib.import_module("xe2tune.torch._launch"))
+
+
+def built(value):  # noqa: ANN001, ANN201
+    """A parameter's value, a tensor made now where the parameter holds how to make it."""
+    return value() if callable(value) else value
+
+
+def torch_dtype(name: str):  # noqa: ANN201  (a torch.dtype: fp16/bf16/fp32, or torch's name)
+    return getattr(torch, TORCH_DTYPES.get(name, name))
 
 
 def _inputs(batch: int, heads_q: int, heads_kv: int, q_len: int, kv_len: int, dtype: str,
@@ -39,7 +56,7 @@ def _inputs(batch: int, heads_q: int, heads_kv: int, q_len: int, kv_len: int, dt
 
     def make(seq: int, heads: int):  # noqa: ANN202
         x = torch.randn(batch, seq, heads, head_dim, generator=g)
-        return x.to(DTYPES[dtype]).transpose(1, 2)
+        return x.to(torch_dtype(dtype)).transpose(1, 2)
 
     return make(q_len, heads_q), make(kv_len, heads_kv), make(kv_len, heads_kv)
 
@@ -151,30 +168,36 @@ def test_launches_the_tuned_config_unless_forced(cpu_queue, cpu_caps, database: 
     assert launched("default") == dict(family.plan(default, PROBLEM, cpu_caps).defines)
 
 
-class _Attention(torch.nn.Module):
+def _attention(heads: int = 4, head_dim: int = 64):  # noqa: ANN202  (a torch.nn.Module)
     """A transformer's attention block as models write it."""
 
-    def __init__(self, heads: int = 4, head_dim: int = 64) -> None:
-        super().__init__()
-        self.heads, self.head_dim = heads, head_dim
-        self.qkv = torch.nn.Linear(heads * head_dim, 3 * heads * head_dim)
+    class Attention(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.qkv = torch.nn.Linear(heads * head_dim, 3 * heads * head_dim)
 
-    def forward(self, x):  # noqa: ANN001, ANN201
-        b, n, _ = x.shape
-        q, k, v = self.qkv(x).view(b, n, 3, self.heads, self.head_dim).unbind(2)
-        o = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2),
-                                           v.transpose(1, 2), is_causal=True)
-        return o.transpose(1, 2).reshape(b, n, -1)
+        def forward(self, x):  # noqa: ANN001, ANN202
+            b, n, _ = x.shape
+            q, k, v = self.qkv(x).view(b, n, 3, heads, head_dim).unbind(2)
+            o = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2),
+                                               v.transpose(1, 2), is_causal=True)
+            return o.transpose(1, 2).reshape(b, n, -1)
+
+    return Attention()
 
 
 def _ops(graphs: list) -> list:
     return [n.target for g in graphs for n in g.graph.nodes if n.op == "call_function"]
 
 
-@torch.no_grad()
 def test_routed_model_compiles_to_the_operator_without_graph_breaks() -> None:
+    with torch.no_grad():
+        _compile_routed_model()
+
+
+def _compile_routed_model() -> None:
     torch._dynamo.reset()
-    model = _Attention()
+    model = _attention()
     x = torch.randn(1, 48, 256, generator=torch.Generator().manual_seed(3))
     expected = model(x)  # torch's own SDPA
     with xt.route_sdpa(fallback=False):
@@ -198,17 +221,18 @@ def test_routing_falls_back_to_torch_for_a_masked_call() -> None:
 
 
 @pytest.mark.parametrize(("change", "named"), [
-    ({"attn_mask": torch.ones(40, 40, dtype=torch.bool)}, "attn_mask"),
+    ({"attn_mask": lambda: torch.ones(40, 40, dtype=torch.bool)}, "attn_mask"),
     ({"dropout_p": 0.1}, "dropout_p=0.1"),
-    ({"dtype": torch.float64}, "torch.float64"),
+    ({"dtype": "float64"}, "torch.float64"),
     ({"head_dim": 80}, "head dim 80"),
     ({"heads_q": 8}, "without enable_gqa=True"),
     ({"requires_grad": True}, "no backward"),
 ])
 def test_unsupported_arguments_raise_one_clear_error_or_fall_back(change: dict, named: str) -> None:
-    args = {"dtype": torch.float32, "head_dim": 64, "heads_q": 2, "requires_grad": False}
+    args = {"dtype": "float32", "head_dim": 64, "heads_q": 2, "requires_grad": False}
     args.update({k: change[k] for k in args.keys() & change.keys()})
-    sdpa_args = {k: change[k] for k in ("attn_mask", "dropout_p") if k in change}
+    args["dtype"] = torch_dtype(args["dtype"])
+    sdpa_args = {k: built(change[k]) for k in ("attn_mask", "dropout_p") if k in change}
     g = torch.Generator().manual_seed(5)
     q = torch.randn(1, args["heads_q"], 40, args["head_dim"], generator=g, dtype=args["dtype"])
     k, v = (torch.randn(1, 2, 40, args["head_dim"], generator=g, dtype=args["dtype"])
@@ -230,7 +254,7 @@ def test_unsupported_arguments_raise_one_clear_error_or_fall_back(change: dict, 
 
 
 def _latent(batch: int, heads_q: int, heads_kv: int, q_len: int, kv_len: int, dtype: str,
-            head_dim: int, head_dim_v: int, kv_dtype: torch.dtype | None = None) -> tuple:
+            head_dim: int, head_dim_v: int, kv_dtype: str | None = None) -> tuple:
     """q, k in [b, s, h, D] memory and v in [b, s, h, Dv], viewed [b, h, s, d] (k, v in
     kv_dtype when given)."""
     g = torch.Generator().manual_seed(q_len * 7 + kv_len)
@@ -238,8 +262,9 @@ def _latent(batch: int, heads_q: int, heads_kv: int, q_len: int, kv_len: int, dt
     def make(seq: int, heads: int, dim: int, dt: torch.dtype):  # noqa: ANN202
         return torch.randn(batch, seq, heads, dim, generator=g).to(dt).transpose(1, 2)
 
-    kv = kv_dtype or DTYPES[dtype]
-    return (make(q_len, heads_q, head_dim, DTYPES[dtype]), make(kv_len, heads_kv, head_dim, kv),
+    kv = torch_dtype(kv_dtype or dtype)
+    return (make(q_len, heads_q, head_dim, torch_dtype(dtype)),
+            make(kv_len, heads_kv, head_dim, kv),
             make(kv_len, heads_kv, head_dim_v, kv))
 
 
@@ -256,11 +281,11 @@ def test_value_with_its_own_head_dim_matches_torch(case: tuple, dtype: str) -> N
 
 
 @pytest.mark.parametrize(("kv_dtype", "dtype", "per_head"), [
-    (torch.float8_e4m3fn, "fp16", False), (torch.float8_e5m2, "bf16", True),
-    (torch.float8_e4m3fn, "bf16", True),
+    ("float8_e4m3fn", "fp16", False), ("float8_e5m2", "bf16", True),
+    ("float8_e4m3fn", "bf16", True),
 ], ids=["e4m3-fp16-per-tensor", "e5m2-bf16-per-head", "e4m3-bf16-per-head"])
 def test_float8_key_value_match_torch_on_the_dequantized_tensors(
-        kv_dtype: torch.dtype, dtype: str, per_head: bool) -> None:
+        kv_dtype: str, dtype: str, per_head: bool) -> None:
     q, k, v = _latent(1, 8, 2, 40, 100, dtype, 64, 64, kv_dtype)
     k_scale = torch.tensor([0.5, 1.25]) if per_head else 0.75
     v_scale = torch.tensor([2.0, 0.8]) if per_head else 1.5
@@ -280,14 +305,16 @@ def test_float8_key_value_match_torch_on_the_dequantized_tensors(
 
 
 @pytest.mark.parametrize(("query_dtype", "kv_dtype", "scales", "named"), [
-    (torch.float32, torch.float8_e4m3fn, {}, "need a float16 or bfloat16 query"),
-    (torch.float16, torch.float8_e5m2, {"k_scale": torch.ones(3)}, "one value per key/value"),
-    (torch.float16, torch.float16, {"v_scale": 2.0}, "leave them at 1"),
-])
-def test_float8_misuse_raises_one_clear_error(query_dtype: torch.dtype, kv_dtype: torch.dtype,
-                                              scales: dict, named: str) -> None:
-    q = torch.randn(1, 2, 8, 64).to(query_dtype)
-    k = v = torch.randn(1, 2, 8, 64).to(kv_dtype)
+    ("float32", "float8_e4m3fn", {}, "need a float16 or bfloat16 query"),
+    ("float16", "float8_e5m2", {"k_scale": lambda: torch.ones(3)}, "one value per key/value"),
+    ("float16", "float16", {"v_scale": 2.0}, "leave them at 1"),
+], ids=[f"query_dtype{i}-kv_dtype{i}-scales{i}-{named}" for i, named in enumerate(
+    ["need a float16 or bfloat16 query", "one value per key/value", "leave them at 1"])])
+def test_float8_misuse_raises_one_clear_error(query_dtype: str, kv_dtype: str, scales: dict,
+                                              named: str) -> None:
+    q = torch.randn(1, 2, 8, 64).to(torch_dtype(query_dtype))
+    k = v = torch.randn(1, 2, 8, 64).to(torch_dtype(kv_dtype))
+    scales = {name: built(value) for name, value in scales.items()}
     with pytest.raises(InvalidProblem, match="supports CPU tensors") as raised:
         xt.scaled_dot_product_attention(q, k, v, **scales)
     assert named in str(raised.value) and "\n" not in str(raised.value)

@@ -97,9 +97,7 @@ def create(
     name = name or f"hd{head_dim}-{datetime.now(timezone.utc):%Y%m%dT%H%M%S}"
     if not name.strip() or len(name) > 128:
         raise fail(f"campaign name {name!r}: accepted: 1 to 128 characters")
-    import optuna
-
-    from xe2tune.db import CampaignStore, open_store
+    from xe2tune.db import CampaignStore, open_optuna_storage, open_store
     from xe2tune.tuner import publish_campaign
 
     with closing(open_store(db)) as store:
@@ -109,8 +107,7 @@ def create(
             problems=problems)
         url = store.url
         # Workers behind the gRPC proxy read the definition from the optuna storage.
-        publish_campaign(optuna.storages.RDBStorage(
-            store.optuna_storage_url(), engine_kwargs=store.optuna_engine_kwargs()), campaign)
+        publish_campaign(open_optuna_storage(store), campaign)
     if as_json:
         print(json.dumps(_campaign_json(campaign), indent=2))
         return

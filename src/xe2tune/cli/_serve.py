@@ -98,8 +98,6 @@ def serve(
 def _server_tls(host: str, cert: Path | None, key: Path | None, client_ca: Path | None, *,
                 insecure: bool, grpc: bool):  # noqa: ANN202  (ServerTls; the api loads lazily)
     """The TLS files checked, or None for plain text where that is allowed."""
-    from xe2tune.api import ServerTls
-
     if (cert is None) != (key is None):
         raise fail("--tls-cert and --tls-key go together: the server's certificate and its key")
     if cert is None or key is None:
@@ -114,6 +112,8 @@ def _server_tls(host: str, cert: Path | None, key: Path | None, client_ca: Path 
         return None
     if insecure:
         raise fail("--insecure and --tls-cert exclude each other")
+    from xe2tune.api import ServerTls  # the API with it: after the checks that need neither
+
     tls = ServerTls(cert_file=cert, key_file=key, client_ca_file=client_ca)
     try:
         tls.check()

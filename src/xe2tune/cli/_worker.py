@@ -160,7 +160,6 @@ def _channel(grpc: str, api: str, ca: Path | None, cert: Path | None, key: Path 
              insecure: bool) -> _Channel:
     """The remote channels checked: TLS unless --insecure, which loopback alone may use."""
     from xe2tune import config
-    from xe2tune.tuner import ClientTls
 
     host, port = _grpc_address(grpc)
     parsed = urllib.parse.urlsplit(api)
@@ -183,6 +182,8 @@ def _channel(grpc: str, api: str, ca: Path | None, cert: Path | None, key: Path 
     if parsed.scheme != "https":
         raise fail(f"--api {api!r} is plain HTTP: accepted: https://HOST:PORT (with --tls-ca), "
                    "or --insecure to a loopback server")
+    from xe2tune.tuner import ClientTls  # with grpc and optuna: after the checks needing none
+
     tls = ClientTls(ca_file=ca, cert_file=cert, key_file=key)
     try:
         context = tls.ssl_context()
@@ -191,11 +192,12 @@ def _channel(grpc: str, api: str, ca: Path | None, cert: Path | None, key: Path 
     return _Channel(grpc, host, port, api, tls, context, token)
 
 
-def _stale_after(seconds: float | None) -> float:
-    from xe2tune.tuner import MIN_STALE_S, STALE_S
-
+def _stale_after(seconds: float | None) -> float | None:
+    """--stale-after checked (None: the tuner's default, which loads with the tuner)."""
     if seconds is None:
-        return STALE_S
+        return None
+    from xe2tune.tuner import MIN_STALE_S
+
     if not MIN_STALE_S <= seconds <= 86400:
         raise fail(f"--stale-after {seconds:g}: accepted: {MIN_STALE_S:g} to 86400 seconds")
     return seconds
@@ -224,7 +226,8 @@ def _api_peaks(channel: _Channel, name: str, driver: str, compute_units: int):  
 
 
 def _remote_worker(campaign: int, channel: _Channel, *, device: str | None, follow: bool,
-                   seed: int | None, stale_after: float, as_json: bool, quiet: bool) -> None:
+                   seed: int | None, stale_after: float | None, as_json: bool,
+                   quiet: bool) -> None:
     """The worker on a host without database access (see tuner/_remote_worker.py); a refusal
     of the proxy (a revoked token, say) ends it with one line."""
     import grpc
@@ -238,7 +241,7 @@ def _remote_worker(campaign: int, channel: _Channel, *, device: str | None, foll
 
 
 def _run_remote_worker(campaign: int, channel: _Channel, *, device: str | None, follow: bool,
-                       seed: int | None, stale_after: float, as_json: bool,
+                       seed: int | None, stale_after: float | None, as_json: bool,
                        quiet: bool) -> None:
     import socket
     import uuid
@@ -253,6 +256,7 @@ def _run_remote_worker(campaign: int, channel: _Channel, *, device: str | None, 
     )
     from xe2tune.kernels import family_source_hash, search_family
     from xe2tune.tuner import (
+        STALE_S,
         RemoteStudy,
         ResultPoster,
         TokenGrpcStorage,
@@ -263,6 +267,7 @@ def _run_remote_worker(campaign: int, channel: _Channel, *, device: str | None, 
     )
 
     grpc, api = channel.grpc, channel.api
+    stale_after = STALE_S if stale_after is None else stale_after
 
     def make_storage() -> TokenGrpcStorage:
         return TokenGrpcStorage(host=channel.host, port=channel.port, token=channel.token,
