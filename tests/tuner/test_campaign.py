@@ -131,21 +131,24 @@ def campaign_db(postgres_url: str, cpu_queue) -> str:
                            "--confirm-rounds", "2")
 
 
-def uncached_builds(env: dict[str, str]) -> dict[str, str]:
-    """``env`` with the runtime's kernel cache off, so every trial of a worker compiles.
+def uncached_builds(env: dict[str, str], victim: bool) -> dict[str, str]:
+    """``env``, for a victim with the runtime's kernel cache off, so every trial of it compiles.
 
     With the suite's warm cache and builds asked ahead, a campaign of 2 x BUDGET trials can be
     over in a few seconds, between two polls of kill_in_flight: a trial that compiles keeps the
-    victim in flight long enough to be caught.
+    victim in flight long enough to be caught. The other workers keep the cache (compiling
+    cost each kill test 2 to 5 CPU seconds on a 2-core machine running the suite).
     """
+    if not victim:
+        return env
     return {**env, "SYCL_CACHE_PERSISTENT": "0"}
 
 
-def start_worker(url: str) -> subprocess.Popen:
+def start_worker(url: str, victim: bool = False) -> subprocess.Popen:
     return subprocess.Popen(
         [xe2tune_command(), "worker", "--campaign", "1", "--db", url, "--device", "opencl:cpu",
          "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env=uncached_builds(dict(os.environ)), start_new_session=True)
+        env=uncached_builds(dict(os.environ), victim), start_new_session=True)
 
 
 def optuna_trials(url: str) -> dict[str, list[optuna.trial.FrozenTrial]]:
@@ -192,21 +195,21 @@ def rerun_of(studies: dict[str, list[optuna.trial.FrozenTrial]],
     return rerun
 
 
-def start_victim_first(start: Callable[[], subprocess.Popen], url: str,
+def start_victim_first(start: Callable[[bool], subprocess.Popen], url: str,
                        workers: int) -> list[subprocess.Popen]:
     """``workers`` workers, the first (the victim) alone until it owns a trial.
 
     Started together, the others can ask every trial of the small budget (each asks two ahead)
     before the victim's first ask, and a victim without a trial has none to be killed in.
     """
-    victim = start()
+    victim = start(True)
     try:
         wait_until(lambda: owned_trial(url, victim.pid), what="the victim's first trial")
     except BaseException:
         os.killpg(victim.pid, signal.SIGKILL)
         victim.wait()
         raise
-    return [victim, *(start() for _ in range(workers - 1))]
+    return [victim, *(start(False) for _ in range(workers - 1))]
 
 
 def kill_in_flight(url: str,
@@ -309,7 +312,7 @@ def test_three_workers_spend_the_budget_exactly_and_a_killed_ones_trial_is_rerun
         campaign_db: str, tmp_path: Path) -> None:
     url = campaign_db
     with running_server(url, tmp_path / "serve.log") as base, Readers(url, base) as readers:
-        workers = start_victim_first(lambda: start_worker(url), url, 3)
+        workers = start_victim_first(lambda victim: start_worker(url, victim), url, 3)
         victim = workers[0]
         try:
             in_flight = kill_in_flight(url, victim)
@@ -392,12 +395,13 @@ def test_a_worker_refuses_a_study_the_other_kind_of_worker_counts(
 STALE_AFTER = 15  # seconds: the shortest --stale-after accepted (three heartbeats)
 
 
-def start_grpc_worker(grpc_port: int, base: str, env: dict[str, str]) -> subprocess.Popen:
+def start_grpc_worker(grpc_port: int, base: str, env: dict[str, str],
+                      victim: bool = False) -> subprocess.Popen:
     return subprocess.Popen(
         [xe2tune_command(), "worker", "--campaign", "1", "--grpc", f"127.0.0.1:{grpc_port}",
          "--api", base, "--insecure", "--device", "opencl:cpu", "--stale-after",
          str(STALE_AFTER), "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env=uncached_builds(env), start_new_session=True)
+        env=uncached_builds(env, victim), start_new_session=True)
 
 
 @pytest.mark.requires_xpu
@@ -412,7 +416,8 @@ def test_grpc_workers_spend_the_budget_exactly_and_a_killed_ones_trial_is_rerun(
     with running_server(url, tmp_path / "serve.log", token=token,
                         extra_args=("--grpc-port", str(grpc_port), "--insecure")) as base, \
             Readers(url, base) as readers:
-        workers = start_victim_first(lambda: start_grpc_worker(grpc_port, base, env), url, 2)
+        workers = start_victim_first(
+            lambda victim: start_grpc_worker(grpc_port, base, env, victim), url, 2)
         victim, survivor = workers
         try:
             in_flight = kill_in_flight(url, victim)
