@@ -192,24 +192,20 @@ def _ops(graphs: list) -> list:
 
 def test_routed_model_compiles_to_the_operator_without_graph_breaks() -> None:
     with torch.no_grad():
-        _compile_routed_model()
-
-
-def _compile_routed_model() -> None:
-    torch._dynamo.reset()
-    model = _attention()
-    x = torch.randn(1, 48, 256, generator=torch.Generator().manual_seed(3))
-    expected = model(x)  # torch's own SDPA
-    with xt.route_sdpa(fallback=False):
-        eager = model(x)
-        explained = torch._dynamo.explain(model)(x)
-        compiled = torch.compile(model, fullgraph=True)(x)
-    assert explained.graph_break_count == 0 and explained.graph_count == 1
-    assert torch.ops.xe2tune.sdpa.default in _ops(explained.graphs)
-    assert not torch.equal(eager, expected)  # it did not run torch's kernel...
-    torch.testing.assert_close(eager, expected, atol=1e-4, rtol=1e-5)  # ...but agrees with it
-    torch.testing.assert_close(compiled, eager, atol=1e-5, rtol=1e-5)
-    torch._dynamo.reset()
+        torch._dynamo.reset()
+        model = _attention()
+        x = torch.randn(1, 48, 256, generator=torch.Generator().manual_seed(3))
+        expected = model(x)  # torch's own SDPA
+        with xt.route_sdpa(fallback=False):
+            eager = model(x)
+            explained = torch._dynamo.explain(model)(x)
+            compiled = torch.compile(model, fullgraph=True)(x)
+        assert explained.graph_break_count == 0 and explained.graph_count == 1
+        assert torch.ops.xe2tune.sdpa.default in _ops(explained.graphs)
+        assert not torch.equal(eager, expected)  # it did not run torch's kernel...
+        torch.testing.assert_close(eager, expected, atol=1e-4, rtol=1e-5)  # ...but agrees with it
+        torch.testing.assert_close(compiled, eager, atol=1e-5, rtol=1e-5)
+        torch._dynamo.reset()
 
 
 def test_routing_falls_back_to_torch_for_a_masked_call() -> None:
@@ -308,8 +304,7 @@ def test_float8_key_value_match_torch_on_the_dequantized_tensors(
     ("float32", "float8_e4m3fn", {}, "need a float16 or bfloat16 query"),
     ("float16", "float8_e5m2", {"k_scale": lambda: torch.ones(3)}, "one value per key/value"),
     ("float16", "float16", {"v_scale": 2.0}, "leave them at 1"),
-], ids=[f"query_dtype{i}-kv_dtype{i}-scales{i}-{named}" for i, named in enumerate(
-    ["need a float16 or bfloat16 query", "one value per key/value", "leave them at 1"])])
+])
 def test_float8_misuse_raises_one_clear_error(query_dtype: str, kv_dtype: str, scales: dict,
                                               named: str) -> None:
     q = torch.randn(1, 2, 8, 64).to(torch_dtype(query_dtype))
