@@ -39,8 +39,10 @@ def start_grpc_proxy(store: ResultStore, *, host: str, port: int, tls: ServerTls
     from optuna.storages._grpc.servicer import OptunaStorageProxyService
 
     from xe2tune.api._grpc_auth import TokenInterceptor
+    from xe2tune.db import open_optuna_storage
 
-    storage = optuna.storages.get_storage(store.optuna_storage_url())
+    # optuna's caching wrapper, over a storage opened like every writer's (it may be the first)
+    storage = optuna.storages.get_storage(open_optuna_storage(store))
     server = grpc.server(ThreadPoolExecutor(max_workers=THREADS),
                          interceptors=[TokenInterceptor(Credentials(store, api_token))])
     add_StorageServiceServicer_to_server(OptunaStorageProxyService(storage), server)

@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 
-from xe2tune.db._store import ResultStore
-
 if TYPE_CHECKING:  # optuna loads with the first storage: the read side rarely needs it
     import optuna
+
+    from xe2tune.db._store import ResultStore
 
 ATTEMPTS = 8
 
