@@ -11,10 +11,13 @@ A capture is a function of the sources, the defines, the build options and the r
 child costs about a second even when the runtime's own cache has the build (starting Python
 and the device), so captures are kept under the user cache dir, keyed by those. Only captures
 returned are kept: a child that died (an AMX Xeon's CPU back end on joint_matrix) is the
-machine's verdict, not the build's, and a timeout depends on its limit. With the runtime's own
-persistent cache off (``SYCL_CACHE_PERSISTENT=0``) this one is off too: a module the runtime
-serves from its cache dumps with other value names than a fresh build of the same source, and
-whoever turns that cache off wants the fresh build.
+machine's verdict, not the build's, and a timeout depends on its limit. A module the runtime
+serves from its own persistent cache dumps with other value names than a fresh build of the same
+source, so a caller comparing modules asks for ``fresh_build``: its child builds with that cache
+off, and its capture is kept apart from the others (a function of the same inputs, so kept too:
+a comparison repeated on unchanged sources builds nothing). With the runtime's cache off for
+this process (``SYCL_CACHE_PERSISTENT=0``) this one is off too: whoever turns that cache off
+wants every build done anew.
 """
 
 from __future__ import annotations
@@ -106,7 +109,8 @@ class SpirvCapture:
 
 
 def _run_child(
-    plan: LaunchPlan, vectorizer_mode: str, timeout_s: float, sources: Mapping[str, str] | None
+    plan: LaunchPlan, vectorizer_mode: str, timeout_s: float, sources: Mapping[str, str] | None,
+    fresh_build: bool,
 ) -> tuple[dict[str, Any], tuple[bytes, ...]]:
     """The child's outcome (``capture.json``) and the modules it dumped, scratch deleted.
 
@@ -117,10 +121,13 @@ def _run_child(
     """
     request = json.dumps({"source_file": plan.source_file, "defines": dict(plan.defines),
                           "sources": dict(sources) if sources is not None else None})
+    env = spirv_capture_env(vectorizer_mode)
+    if fresh_build:
+        env["SYCL_CACHE_PERSISTENT"] = "0"
     with tempfile.TemporaryDirectory(prefix="xe2tune-spirv-") as scratch:
         proc = subprocess.run(  # on timeout, run() kills the child and raises TimeoutExpired
             [sys.executable, "-c", _CHILD], input=request, capture_output=True, text=True,
-            cwd=scratch, env=spirv_capture_env(vectorizer_mode), timeout=max(timeout_s, 0.0),
+            cwd=scratch, env=env, timeout=max(timeout_s, 0.0),
         )
         result_path = Path(scratch) / _RESULT_FILE
         dumps = sorted((int(m[1]), p) for p in Path(scratch).iterdir()
@@ -150,10 +157,11 @@ def _runtime_versions() -> tuple[str, ...]:
     return tuple(versions)
 
 
-def _cache_path(plan: LaunchPlan, sources: Mapping[str, str] | None) -> Path:
+def _cache_path(plan: LaunchPlan, sources: Mapping[str, str] | None, fresh_build: bool) -> Path:
     fields = {"build": build_identity(plan.source_file, plan.defines, sources),
               "vectorizer_mode": cpu_vectorizer_mode(), "needs_intel_gpu": plan.needs_intel_gpu,
-              "runtime": _runtime_versions(), "format": _CACHE_FORMAT}
+              "runtime": _runtime_versions(), "fresh_build": fresh_build,
+              "format": _CACHE_FORMAT}
     return spirv_cache_dir() / f"{cache_key(fields)}.json"
 
 
@@ -174,12 +182,15 @@ def _keep(path: Path, capture: SpirvCapture) -> None:
 
 
 def capture_spirv(
-    plan: LaunchPlan, *, timeout_s: float, sources: Mapping[str, str] | None = None
+    plan: LaunchPlan, *, timeout_s: float, sources: Mapping[str, str] | None = None,
+    fresh_build: bool = False,
 ) -> SpirvCapture:
     """Build ``plan``'s source with its defines in a child process and summarize the SPIR-V.
 
     ``sources`` (file name -> text) builds other kernel sources than the files under
     ``kernels/`` (another revision's), as :func:`xe2tune.kernels.build_program` takes them.
+    ``fresh_build`` compiles without the runtime's persistent cache (module docstring): for
+    SPIR-V compared byte for byte with another capture's.
 
     The build is the real one (:func:`xe2tune.kernels.build_program`, same options) with an
     empty kernel-name list, so kernels the CPU device leaves out of the bundle do not fail it.
@@ -200,7 +211,7 @@ def capture_spirv(
         OSError: if the cache dir cannot be written.
     """
     started = time.perf_counter()
-    cache_path = _cache_path(plan, sources) if sycl_persistent_cache_on() else None
+    cache_path = _cache_path(plan, sources, fresh_build) if sycl_persistent_cache_on() else None
     kept = _cached(cache_path) if cache_path is not None else None
     if kept is not None:
         log, build_seconds, images = kept
@@ -209,7 +220,7 @@ def capture_spirv(
     for mode in dict.fromkeys((cpu_vectorizer_mode(), "0")):
         try:
             result, images = _run_child(plan, mode, started + timeout_s - time.perf_counter(),
-                                        sources)
+                                        sources, fresh_build)
         except subprocess.TimeoutExpired:
             raise CaptureTimeout(f"capturing the SPIR-V of {plan.source_file} took over "
                                  f"{timeout_s:g} s; the build was killed") from None

@@ -8,12 +8,15 @@ so its mainloop is instantiated on the same types as before and must compile to 
 How this is proven, and why this way: the kernel sources of BASE_COMMIT (main just before the
 variants; KEY_MAJOR_COMMIT for the plans an MHA change of its own touched since) are read from git
 history (``git show``) and built with the same defines as this tree's build of the same plan, both
-through the real run-time compiler in a capture child (``capture_spirv``); the two SPIR-V modules
-must be equal byte for byte. Building the old sources here, rather than storing their digests in
-tests/data, keeps the comparison valid when the SYCL compiler is upgraded (a new compiler changes
-both sides alike, and a stored digest would just go stale). The SPIR-V carries the type names and
-mangled names of the instantiations, so even a renamed template parameter shows. A fresh clone (as
-CI runs) has the history; a shallow one without BASE_COMMIT skips with the reason (fails under CI).
+through the real run-time compiler in a capture child (``capture_spirv``, each a fresh build); the
+two SPIR-V modules must be equal byte for byte. Building the old sources here, rather than storing
+their digests in tests/data, keeps the comparison valid when the SYCL compiler is upgraded (a new
+compiler changes both sides alike, and a stored digest would just go stale); the capture cache keys
+each capture by its sources, defines and runtime versions, so a run on unchanged sources compares
+the captures of the run before and an edit of either side's sources builds it anew. The SPIR-V
+carries the type names and mangled names of the instantiations, so even a renamed template
+parameter shows. A fresh clone (as CI runs) has the history; a shallow one without BASE_COMMIT
+skips with the reason (fails under CI).
 
 For the Xe2 ISA, the native xmx modules (planned for a B580) of both sides are compiled by ocloc
 for bmg and their kernels' instructions compared. With equal SPIR-V this follows from the
@@ -108,16 +111,15 @@ def _plans():
 
 @pytest.mark.parametrize("family,problem,caps,params,base", _plans())
 def test_mha_kernels_compile_to_the_spirv_and_isa_of_the_kernels_before_the_variants(
-        family, problem, caps, params, base, sources_of, request, monkeypatch):
-    # Both sides built fresh: an image served from the runtime's persistent cache was seen to
-    # dump with other value names (".loopexit") than a fresh build of the same source.
-    monkeypatch.setenv("SYCL_CACHE_PERSISTENT", "0")
+        family, problem, caps, params, base, sources_of, request):
     config = (family.default_config(problem, caps) if params is None
               else family.config_from_params(problem, params))
     plan = family.plan(config, problem, caps)
     assert not {"DV", "KV"} & set(plan.defines), plan.defines  # the variants' switches
-    new = capture_spirv(plan, timeout_s=TIMEOUT_S)
-    old = capture_spirv(plan, timeout_s=TIMEOUT_S, sources=sources_of(base))
+    # Both sides built fresh: an image served from the runtime's persistent cache was seen to
+    # dump with other value names (".loopexit") than a fresh build of the same source.
+    new = capture_spirv(plan, timeout_s=TIMEOUT_S, fresh_build=True)
+    old = capture_spirv(plan, timeout_s=TIMEOUT_S, sources=sources_of(base), fresh_build=True)
     assert len(new.images) == len(old.images) >= 1
     for new_image, old_image in zip(new.images, old.images, strict=True):
         assert new_image == old_image, f"{plan.source_file}: the SPIR-V differs from {base}"

@@ -157,6 +157,13 @@ def test_a_capture_is_kept_and_another_source_or_define_is_captured_anew():
     other_source = capture_spirv(probe_plan("spirv_probe.cpp", **defines), timeout_s=TIMEOUT_S,
                                  sources=edited)
     assert not other_define.cached and not other_source.cached
+    # A fresh build (the runtime's own cache off) is kept apart from the captures above, and
+    # kept: the first one here was a fresh build too (its NONCE was new), so the SPIR-V is equal.
+    built_fresh, kept_fresh = (capture_spirv(probe_plan("spirv_probe.cpp", **defines),
+                                             timeout_s=TIMEOUT_S, fresh_build=True)
+                               for _ in range(2))
+    assert not built_fresh.cached and kept_fresh.cached
+    assert kept_fresh.images == built_fresh.images == first.images
 
 
 @pytest.mark.requires_xpu
