@@ -71,6 +71,17 @@ def kv_scale_args(problem: ProblemSpec) -> tuple[str, ...]:
     return ("kv_scale",) if problem.kv_dtype is not None else ()
 
 
+@functools.cache
+def _param_names(family: type[SdpaFamilyBase]) -> tuple[dict[str, None], tuple[str, ...],
+                                                         tuple[str, ...]]:
+    """A family's parameter names in order (as dict keys, for a set-like comparison with a
+    point's), its integer ones and its boolean ones: made once per family class, as every
+    config of a space is made from them."""
+    names = COMMON_PARAMS + family.extra_knobs
+    return (dict.fromkeys(names), tuple(n for n in names if n not in BOOL_PARAMS),
+            tuple(n for n in names if n in BOOL_PARAMS))
+
+
 @functools.lru_cache(maxsize=256)
 def rules_of(family: SdpaFamilyBase, problem: ProblemSpec, caps: DeviceCaps) -> tuple[Rule, ...]:
     """``family.rules(problem, caps)``, made once: a config checked alone would otherwise spend
@@ -136,25 +147,25 @@ class SdpaFamilyBase:
         Raises:
             InvalidConfig: if a parameter is missing, unknown or of the wrong kind.
         """
-        names = COMMON_PARAMS + self.extra_knobs
+        names, int_names, bool_names = _param_names(type(self))
         params = {**self.knob_defaults, **params}
-        missing = [n for n in names if n not in params]
-        unknown = sorted(set(params) - set(names))
-        if missing or unknown:
+        if params.keys() != names.keys():
+            missing = [n for n in names if n not in params]
+            unknown = sorted(set(params) - set(names))
             raise InvalidConfig(
                 f"{self.name} parameters: missing {missing or 'none'}, unknown {unknown or 'none'}"
                 f"; accepted: {', '.join(names)}"
             )
         try:
-            ints = {n: int(params[n]) for n in names if n not in BOOL_PARAMS}
+            ints = {n: int(params[n]) for n in int_names}
         except (TypeError, ValueError) as exc:
             raise InvalidConfig(f"{self.name} parameters must be integers: {exc}") from exc
-        for n in BOOL_PARAMS:
-            if n in names and not isinstance(params[n], (bool, int)):
+        for n in bool_names:
+            if not isinstance(params[n], (bool, int)):
                 raise InvalidConfig(f"{n} must be a boolean")
         bq, tm = ints["bq"], ints["rows_per_item"]
         knobs = [("rows_per_item", tm), ("kv_stage", bool(params["kv_stage"]))]
-        knobs += [(n, bool(params[n]) if n in BOOL_PARAMS else ints[n])
+        knobs += [(n, bool(params[n]) if n in bool_names else ints[n])
                   for n in self.extra_knobs]
         return LauncherConfig(
             family=self.name,
