@@ -131,7 +131,7 @@ def campaign_db(postgres_url: str, cpu_queue) -> str:
                            "--confirm-rounds", "2")
 
 
-def uncached_builds(env: dict[str, str], victim: bool) -> dict[str, str]:
+def worker_env(env: dict[str, str], victim: bool) -> dict[str, str]:
     """``env``, for a victim with the runtime's kernel cache off, so every trial of it compiles.
 
     With the suite's warm cache and builds asked ahead, a campaign of 2 x BUDGET trials can be
@@ -148,7 +148,7 @@ def start_worker(url: str, victim: bool = False) -> subprocess.Popen:
     return subprocess.Popen(
         [xe2tune_command(), "worker", "--campaign", "1", "--db", url, "--device", "opencl:cpu",
          "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env=uncached_builds(dict(os.environ), victim), start_new_session=True)
+        env=worker_env(dict(os.environ), victim), start_new_session=True)
 
 
 def optuna_trials(url: str) -> dict[str, list[optuna.trial.FrozenTrial]]:
@@ -401,7 +401,7 @@ def start_grpc_worker(grpc_port: int, base: str, env: dict[str, str],
         [xe2tune_command(), "worker", "--campaign", "1", "--grpc", f"127.0.0.1:{grpc_port}",
          "--api", base, "--insecure", "--device", "opencl:cpu", "--stale-after",
          str(STALE_AFTER), "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-        env=uncached_builds(env, victim), start_new_session=True)
+        env=worker_env(env, victim), start_new_session=True)
 
 
 @pytest.mark.requires_xpu

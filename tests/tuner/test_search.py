@@ -19,7 +19,7 @@ SMALL = ["--head-dim", "64", "--mode", "prefill", "--no-causal", "--seq", "128",
 # For the tests whose subject is not the sampler: the default sampler chooses by the timings it
 # has seen, so its configs, and hence its builds, differ run to run, where a seeded random
 # sampler's repeat and are served by the kernel cache (the first test keeps the default).
-SEEDED = ["--sampler", "random"]
+RANDOM_SAMPLER = ["--sampler", "random"]
 
 
 def search(db_url: str, *args: str, timeout: float = 400) -> subprocess.CompletedProcess:
@@ -85,15 +85,15 @@ def test_the_default_budget_is_the_studys_so_a_finished_search_repeated_measures
     one and confirms anew, a third measures nothing and answers from the stored round."""
     url = f"sqlite:///{tmp_path / 'tune.db'}"
     store_stated_ceilings(url, cpu_queue)  # the first test measures them
-    first = search(url, *SEEDED, "--trials", "13", "--seed", "1")
+    first = search(url, *RANDOM_SAMPLER, "--trials", "13", "--seed", "1")
     assert first.returncode == 0, first.stderr
-    topped = search(url, *SEEDED, "--seed", "2")
+    topped = search(url, *RANDOM_SAMPLER, "--seed", "2")
     assert topped.returncode == 0, topped.stderr
     (row,) = json.loads(topped.stdout)["problems"]
     assert row["measured"] + row["reused"] == 1 and len(ok_trials(url)) <= 14
     assert row["confirmed_rounds"]
     started = time.monotonic()
-    again = search(url, *SEEDED, "--seed", "3")
+    again = search(url, *RANDOM_SAMPLER, "--seed", "3")
     elapsed = time.monotonic() - started
     assert again.returncode == 0, again.stderr
     (row2,) = json.loads(again.stdout)["problems"]
@@ -112,7 +112,7 @@ def test_sigint_stops_after_the_current_trial_and_the_rerun_resumes(tmp_path, cp
     # search measure and store them).
     store_stated_ceilings(url, cpu_queue)
     proc = subprocess.Popen(["xe2tune", "search", *SMALL, "--db", url, "--quiet",
-                             "--trials", "40", *SEEDED, "--seed", "4"],
+                             "--trials", "40", *RANDOM_SAMPLER, "--seed", "4"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline and proc.poll() is None:
@@ -128,7 +128,7 @@ def test_sigint_stops_after_the_current_trial_and_the_rerun_resumes(tmp_path, cp
     con.close()
     before = ok_trials(url)
     assert 1 <= len(before) < 40
-    rerun = search(url, "--trials", "1", *SEEDED, "--seed", "5")
+    rerun = search(url, "--trials", "1", *RANDOM_SAMPLER, "--seed", "5")
     assert rerun.returncode == 0, rerun.stderr
     after = ok_trials(url)
     assert len(after) == len(before) + 1
