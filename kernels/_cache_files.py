@@ -4,7 +4,9 @@ mid-write, or two writing the same entry, never leave a truncated one for the ne
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import importlib.metadata
 import json
 import time
 from collections.abc import Mapping
@@ -15,6 +17,19 @@ from typing import Any
 def cache_key(fields: Mapping[str, Any]) -> str:
     """An entry's name: sha256 of ``fields`` (JSON values) in a canonical order."""
     return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
+
+
+@functools.cache
+def runtime_versions() -> tuple[str, ...]:
+    """The SYCL runtime's version (the front end) and the OpenCL CPU runtime's (the CPU back
+    end): builds are a function of both."""
+    versions = []
+    for dist in ("intel-sycl-rt", "intel-opencl-rt"):
+        try:
+            versions.append(f"{dist} {importlib.metadata.version(dist)}")
+        except importlib.metadata.PackageNotFoundError:
+            versions.append(f"{dist} (not installed)")
+    return tuple(versions)
 
 
 def write_atomically(path: Path, data: bytes) -> None:

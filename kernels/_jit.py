@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from xe2tune.config import cache_dir
 from xe2tune.errors import KernelCompileError
+from xe2tune.kernels import _device_binaries
 from xe2tune.kernels._native_build import load_extension
 
 if TYPE_CHECKING:
@@ -167,6 +168,7 @@ class BuiltProgram:
     # Bytes each kernel spills, as the device's compiler allocated them (the SYCL kernel info
     # spill_memory_size: Intel GPUs under Level Zero); empty where the device cannot tell.
     spill_bytes: Mapping[str, int] = field(default_factory=dict)
+    loaded: bool = False  # True when loaded from a device binary kept on disk (no compile)
 
     def spill_reason(self) -> str | None:
         """Why the build is not worth timing (its kernels spill registers), or None."""
@@ -209,8 +211,9 @@ def build_program(
     code).
 
     Thread-safe; the compile itself releases the GIL. Results are cached in-process by
-    (device, source hash, options, kernel names); across processes the SYCL runtime's persistent
-    cache (``SYCL_CACHE_DIR``) makes a repeat build cheap.
+    (device, source hash, options, kernel names); across processes a repeat build loads the
+    device binary the first one kept (kernels/_device_binaries.py; OpenCL devices), else the
+    SYCL runtime's persistent cache (``SYCL_CACHE_DIR``) makes it cheaper.
 
     Raises:
         KernelCompileError: with the compiler log and the path of the source that failed.
@@ -222,14 +225,35 @@ def build_program(
         hit = _cache.get(key)
     if hit is not None:
         return BuiltProgram(hit.kernels, 0.0, True, hit.log, hit.spill_bytes)
-    ext = load_extension()
     preamble = _sycl_preamble(read)
+    text = _compiled_text(file_name, read(file_name) or "", flags, preamble)
+    headers = _headers(file_name, read)
+    kept_at = (_device_binaries.binary_path(key[0], text, headers, kernel_names, _OUTPUT_OPTIONS)
+               if kernel_names and _device_binaries.binaries_kept() else None)
+    started = time.perf_counter()
+    kept = _device_binaries.load_kernels(queue, kept_at, kernel_names) if kept_at else None
+    if kept is not None:
+        kernels, entry = kept
+        built = BuiltProgram(kernels, time.perf_counter() - started, False, entry.log,
+                             entry.spill_bytes, loaded=True)
+    else:
+        built = _compile(queue, file_name, kernel_names, flags, preamble, text, headers)
+        if kept_at is not None:
+            _device_binaries.keep_build(queue, kept_at, built.kernels, built.log,
+                                        built.spill_bytes)
+    with _cache_lock:
+        _cache[key] = built
+    return built
+
+
+def _compile(queue: dpctl.SyclQueue, file_name: str, kernel_names: Sequence[str],
+             flags: Sequence[str], preamble: Sequence[str], text: str,
+             headers: Sequence[tuple[str, str]]) -> BuiltProgram:
+    ext = load_extension()
     started = time.perf_counter()
     try:
         kernels, log, spills = ext.build_sycl_source(
-            queue, _compiled_text(file_name, read(file_name) or "", flags, preamble),
-            _headers(file_name, read), list(kernel_names), list(_compile_options())
-        )
+            queue, text, list(headers), list(kernel_names), list(_compile_options()))
     except ext.BuildError as exc:
         message, log = exc.args
         log = _located_log(log, file_name, flags, preamble)
@@ -238,11 +262,8 @@ def build_program(
             log=log,
             source_path=str(KERNEL_DIR / file_name),
         ) from None
-    built = BuiltProgram(kernels, time.perf_counter() - started, False, log,
-                         {name: int(n) for name, n in spills.items()})
-    with _cache_lock:
-        _cache[key] = built
-    return built
+    return BuiltProgram(kernels, time.perf_counter() - started, False, log,
+                        {name: int(n) for name, n in spills.items()})
 
 
 def can_build_sycl(queue: dpctl.SyclQueue) -> bool:

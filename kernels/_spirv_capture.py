@@ -23,8 +23,6 @@ wants every build done anew.
 from __future__ import annotations
 
 import base64
-import functools
-import importlib.metadata
 import json
 import re
 import subprocess
@@ -43,7 +41,7 @@ from xe2tune.config import (
     sycl_persistent_cache_on,
 )
 from xe2tune.errors import DeviceProcessError, KernelCompileError, Xe2TuneError
-from xe2tune.kernels._cache_files import cache_key, write_atomically
+from xe2tune.kernels._cache_files import cache_key, runtime_versions, write_atomically
 from xe2tune.kernels._family import LaunchPlan
 from xe2tune.kernels._jit import build_identity, build_program
 from xe2tune.kernels._spirv import KernelSpirv, SpirvSummary, parse_spirv
@@ -53,7 +51,6 @@ _RESULT_FILE = "capture.json"
 # dpctl's own fill kernels are dumped as sycl_spir64.spv (no number): not the plan's build.
 _DUMP = re.compile(r"^sycl_spir64_(\d+)\.spv$")
 _CACHE_FORMAT = 1  # bump when what is cached changes
-_RUNTIME_DISTS = ("intel-sycl-rt", "intel-opencl-rt")  # the front end, the CPU back end
 _CHILD = ("import sys; from xe2tune.kernels._spirv_capture import child_main; "
           "sys.exit(child_main())")
 
@@ -146,21 +143,10 @@ def _run_child(
                 "source_path": plan.source_file}, images
 
 
-@functools.cache
-def _runtime_versions() -> tuple[str, ...]:
-    versions = []
-    for dist in _RUNTIME_DISTS:
-        try:
-            versions.append(f"{dist} {importlib.metadata.version(dist)}")
-        except importlib.metadata.PackageNotFoundError:
-            versions.append(f"{dist} (not installed)")
-    return tuple(versions)
-
-
 def _cache_path(plan: LaunchPlan, sources: Mapping[str, str] | None, fresh_build: bool) -> Path:
     fields = {"build": build_identity(plan.source_file, plan.defines, sources),
               "vectorizer_mode": cpu_vectorizer_mode(), "needs_intel_gpu": plan.needs_intel_gpu,
-              "runtime": _runtime_versions(), "fresh_build": fresh_build,
+              "runtime": runtime_versions(), "fresh_build": fresh_build,
               "format": _CACHE_FORMAT}
     return spirv_cache_dir() / f"{cache_key(fields)}.json"
 

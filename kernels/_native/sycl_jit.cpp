@@ -5,6 +5,9 @@
 // queue.submit launches (or submit_at_addresses, for memory dpctl will not wrap). It is built
 // on first use against the installed environment's libsycl (see kernels/_jit.py), never at
 // pip-install time, so no build-isolation path leaks into it.
+#include <dlfcn.h>
+
+#include <algorithm>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -13,6 +16,8 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <CL/cl.h>
+#include <sycl/backend/opencl.hpp>
 #include <sycl/sycl.hpp>
 
 #include "dpctl4pybind11.hpp"
@@ -72,6 +77,126 @@ py::tuple build_sycl_source(sycl::queue &queue, const std::string &source,
           sycl::ext::intel::info::kernel_device_specific::spill_memory_size>(device);
   }
   return py::make_tuple(kernels, log, spills);
+}
+
+// The OpenCL calls that save and load a program's device binary. They are looked up in the ICD
+// loader the SYCL runtime's OpenCL adapter has loaded (an OpenCL queue exists by then), not
+// linked: on a machine with Level Zero alone the module must load without libOpenCL.
+struct OpenCl {
+  decltype(&clGetKernelInfo) get_kernel_info;
+  decltype(&clGetProgramInfo) get_program_info;
+  decltype(&clCreateProgramWithBinary) create_program_with_binary;
+  decltype(&clBuildProgram) build_program;
+  decltype(&clCreateKernel) create_kernel;
+  decltype(&clReleaseKernel) release_kernel;
+  decltype(&clReleaseProgram) release_program;
+  decltype(&clReleaseContext) release_context;
+  decltype(&clReleaseDevice) release_device;
+};
+
+const OpenCl &opencl() {
+  static const OpenCl calls = [] {
+    void *lib = dlopen("libOpenCL.so.1", RTLD_NOW | RTLD_NOLOAD);
+    if (lib == nullptr) throw std::runtime_error("the OpenCL ICD loader is not loaded");
+    auto find = [lib](const char *name) {
+      void *f = dlsym(lib, name);
+      if (f == nullptr) throw std::runtime_error(std::string("no ") + name + " in libOpenCL");
+      return f;
+    };
+    return OpenCl{
+        reinterpret_cast<decltype(&clGetKernelInfo)>(find("clGetKernelInfo")),
+        reinterpret_cast<decltype(&clGetProgramInfo)>(find("clGetProgramInfo")),
+        reinterpret_cast<decltype(&clCreateProgramWithBinary)>(
+            find("clCreateProgramWithBinary")),
+        reinterpret_cast<decltype(&clBuildProgram)>(find("clBuildProgram")),
+        reinterpret_cast<decltype(&clCreateKernel)>(find("clCreateKernel")),
+        reinterpret_cast<decltype(&clReleaseKernel)>(find("clReleaseKernel")),
+        reinterpret_cast<decltype(&clReleaseProgram)>(find("clReleaseProgram")),
+        reinterpret_cast<decltype(&clReleaseContext)>(find("clReleaseContext")),
+        reinterpret_cast<decltype(&clReleaseDevice)>(find("clReleaseDevice")),
+    };
+  }();
+  return calls;
+}
+
+void check(cl_int status, const char *call) {
+  if (status != CL_SUCCESS) throw std::runtime_error(std::string(call) + " returned " +
+                                                     std::to_string(status));
+}
+
+// The device binaries of the programs the kernels were built into (a build may split its
+// kernels into several) and, per kernel in the order given, its name in its program and that
+// program's index: (binaries, symbols, programs); ([], [], []) where the backend is not OpenCL.
+py::tuple program_binaries(sycl::queue &queue, const std::vector<sycl::kernel> &kernels) {
+  py::list binaries, symbols, indices;
+  if (queue.get_backend() != sycl::backend::opencl)
+    return py::make_tuple(binaries, symbols, indices);
+  const OpenCl &cl = opencl();
+  std::vector<cl_program> programs;
+  for (const auto &kernel : kernels) {
+    cl_kernel native = sycl::get_native<sycl::backend::opencl>(kernel);  // retained for us
+    std::string name(256, '\0');
+    size_t length = 0;
+    cl_program program = nullptr;
+    cl_int status = cl.get_kernel_info(native, CL_KERNEL_FUNCTION_NAME, name.size(),
+                                       name.data(), &length);
+    if (status == CL_SUCCESS)
+      status = cl.get_kernel_info(native, CL_KERNEL_PROGRAM, sizeof(program), &program, nullptr);
+    cl.release_kernel(native);
+    check(status, "clGetKernelInfo");
+    name.resize(length > 0 ? length - 1 : 0);
+    symbols.append(py::str(name));
+    auto found = std::find(programs.begin(), programs.end(), program);
+    indices.append(found - programs.begin());
+    if (found == programs.end()) programs.push_back(program);
+  }
+  for (cl_program program : programs) {
+    cl_uint devices = 0;
+    check(cl.get_program_info(program, CL_PROGRAM_NUM_DEVICES, sizeof(devices), &devices,
+                              nullptr),
+          "clGetProgramInfo");
+    if (devices != 1) throw std::runtime_error("a program is built for more than one device");
+    size_t size = 0;
+    check(cl.get_program_info(program, CL_PROGRAM_BINARY_SIZES, sizeof(size), &size, nullptr),
+          "clGetProgramInfo");
+    std::string binary(size, '\0');
+    unsigned char *data = reinterpret_cast<unsigned char *>(binary.data());
+    check(cl.get_program_info(program, CL_PROGRAM_BINARIES, sizeof(data), &data, nullptr),
+          "clGetProgramInfo");
+    binaries.append(py::bytes(binary));
+  }
+  return py::make_tuple(binaries, symbols, indices);
+}
+
+// Kernels {symbol: SyclKernel} of a device binary program_binaries returned, for the queue's
+// OpenCL device.
+py::dict load_program_binary(sycl::queue &queue, const std::string &binary,
+                             const std::vector<std::string> &symbols) {
+  const OpenCl &cl = opencl();
+  const sycl::context context = queue.get_context();
+  cl_context native_context = sycl::get_native<sycl::backend::opencl>(context);
+  cl_device_id device = sycl::get_native<sycl::backend::opencl>(queue.get_device());
+  const size_t size = binary.size();
+  const unsigned char *data = reinterpret_cast<const unsigned char *>(binary.data());
+  cl_int binary_status = CL_SUCCESS;
+  cl_int status = CL_SUCCESS;
+  cl_program program = cl.create_program_with_binary(native_context, 1, &device, &size, &data,
+                                                     &binary_status, &status);
+  cl.release_context(native_context);
+  if (status == CL_SUCCESS) status = binary_status;
+  if (status == CL_SUCCESS) status = cl.build_program(program, 1, &device, "", nullptr, nullptr);
+  cl.release_device(device);
+  py::dict kernels;
+  for (const auto &symbol : symbols) {
+    if (status != CL_SUCCESS) break;
+    cl_kernel native = cl.create_kernel(program, symbol.c_str(), &status);
+    if (status != CL_SUCCESS) break;
+    kernels[py::str(symbol)] = sycl::make_kernel<sycl::backend::opencl>(native, context);
+    cl.release_kernel(native);  // make_kernel retained it
+  }
+  if (program != nullptr) cl.release_program(program);
+  check(status, "loading a device binary");
+  return kernels;
 }
 
 template <int Dims>
@@ -152,6 +277,13 @@ PYBIND11_MODULE(_sycl_jit, m) {
         py::arg("kinds"), py::arg("values"), py::arg("global_size"), py::arg("local_size"),
         "Submit a kernel over an nd-range with pointer arguments given as addresses "
         "(kind \"ptr\"), int32 (\"int\") and float (\"float\") scalars; returns its event.");
+  m.def("program_binaries", &program_binaries, py::arg("queue"), py::arg("kernels"),
+        "The device binaries of the OpenCL programs the kernels were built into, each "
+        "kernel's name in its program and that program's index; empty on other backends.");
+  m.def("load_program_binary", &load_program_binary, py::arg("queue"), py::arg("binary"),
+        py::arg("symbols"),
+        "The kernels {symbol: SyclKernel} of a device binary from program_binaries, for the "
+        "queue's OpenCL device (RuntimeError if the driver refuses it).");
   m.def("can_build_sycl", &can_build_sycl, py::arg("queue"),
         "Whether the device's runtime can compile SYCL source.");
   m.def("has_matrix_aspect", &has_matrix_aspect, py::arg("queue"),
