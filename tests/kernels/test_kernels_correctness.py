@@ -3,8 +3,9 @@
 The default run covers head dims 64/128/256, every dtype, prefill and decode, q_len and kv_len
 that are no multiple of any tile (1, 17, 129, 1000), GQA ratios 1/4/8, causal and not (including
 q_len > kv_len, where some queries see no key), non-default configs, and a sample of the valid
-space; cases share builds (one per config, head dim and dtype). ``-m slow`` adds every head dim x
-dtype x mode with the default config and a larger sample of the valid space.
+space; cases share builds (one per config, head dim and dtype). The tests marked ``slow`` (run by
+default; ``-m 'not slow'`` leaves them out) add every head dim x dtype x mode with the default
+config and a larger sample of the valid space.
 """
 
 from __future__ import annotations
