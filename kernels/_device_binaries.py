@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from xe2tune.config import cache_dir, sycl_persistent_cache_on
+from xe2tune.config import device_binaries_dir, sycl_persistent_cache_on
 from xe2tune.kernels._cache_files import cache_key, runtime_versions, write_atomically
 from xe2tune.kernels._native_build import load_extension
 
@@ -95,7 +95,7 @@ def binary_path(device_key: str, text: str, headers: Sequence[tuple[str, str]],
         "cpu_runtime_settings": sorted((k, v) for k, v in os.environ.items()
                                        if k.startswith("CL_CONFIG_")),
     }
-    return cache_dir() / "device-binaries" / f"{cache_key(fields)}.bin"
+    return device_binaries_dir() / f"{cache_key(fields)}.bin"
 
 
 def load_kernels(queue: dpctl.SyclQueue, path: Path, kernel_names: Sequence[str],
@@ -134,7 +134,6 @@ def keep_build(queue: dpctl.SyclQueue, path: Path, kernels: Mapping[str, Any], l
         binaries, symbols, programs = load_extension().program_binaries(
             queue, [kernels[n] for n in names])
         if binaries:
-            path.parent.mkdir(parents=True, exist_ok=True)
             entry = KeptBuild(tuple(binaries), dict(zip(names, zip(programs, symbols, strict=True),
                                                         strict=True)), log, spill_bytes)
             write_atomically(path, entry.to_bytes())

@@ -69,6 +69,11 @@ def spirv_cache_dir() -> Path:
     return _cache_subdir("spirv")
 
 
+def device_binaries_dir() -> Path:
+    """User cache dir of the device binaries of run-time builds (kernels/_device_binaries.py)."""
+    return _cache_subdir("device-binaries")
+
+
 def sycl_persistent_cache_on() -> bool:
     """Whether the SYCL runtime keeps builds on disk (``SYCL_CACHE_PERSISTENT``, which
     :func:`configure_runtime_env` turns on unless the user set it)."""

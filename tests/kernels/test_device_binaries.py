@@ -112,8 +112,9 @@ def test_each_config_is_kept_apart(cpu_queue, kept_dir, monkeypatch):
 
 @pytest.mark.parametrize("setting", [("SYCL_CACHE_PERSISTENT", "0"), ("SYCL_DUMP_IMAGES", "1")])
 def test_nothing_is_kept_or_loaded_where_builds_are_wanted_anew(cpu_queue, kept_dir,
-                                                                monkeypatch, setting):
+                                                                monkeypatch, setting, tmp_path):
     _axpy(cpu_queue, 5)
+    monkeypatch.chdir(tmp_path)  # the runtime dumps images (SYCL_DUMP_IMAGES) into the cwd
     monkeypatch.setenv(*setting)
     assert not binaries_kept()
     _as_new_process(monkeypatch)
