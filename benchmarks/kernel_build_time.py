@@ -17,30 +17,19 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import subprocess
 import time
-from pathlib import Path
 
 os.environ["SYCL_CACHE_PERSISTENT"] = "0"  # before the runtime loads: every build compiles
+
+from _revision import kernel_sources  # noqa: E402  (benchmarks/, the script's own dir)
 
 from xe2tune.harness import device_caps, open_queue  # noqa: E402  (sets the SYCL runtime env)
 from xe2tune.kernels import ProblemSpec, build_program, families_for  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
 PROBLEMS = (
     ProblemSpec("prefill", 128, "fp16", 512, 512, causal=True),
     ProblemSpec("decode", 128, "fp16", 1, 4096, heads_q=32, heads_kv=8),
 )
-
-
-def kernel_sources(revision: str) -> dict[str, str]:
-    """The .cpp/.hpp files under kernels/ at ``revision``, by file name."""
-    def git(*args: str) -> str:
-        return subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True,
-                              check=True).stdout
-    names = git("ls-tree", "--name-only", f"{revision}:kernels").split()
-    return {n: git("show", f"{revision}:kernels/{n}") for n in names
-            if n.endswith((".cpp", ".hpp"))}
 
 
 def main() -> None:

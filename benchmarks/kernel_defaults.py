@@ -2,7 +2,7 @@
 
 Usage: python benchmarks/kernel_defaults.py [prefill|decode] [--device F] [--iters N]
        [--rounds R] [--dtype fp16|bf16|fp32] [--kv-dtype e4m3|e5m2] [--seq S] [--causal]
-       [--params JSON ...]
+       [--params JSON ...] [--base REV]
 
 Prefill: head dim 128, fp16, seq 1024, 8 heads, non-causal (GFLOP/s). Decode: head dim 128, fp16,
 32 query / 8 KV heads, kv 4096, q_len 1 (GB/s of Q, K, V read + O written); --dtype and --seq
@@ -11,18 +11,21 @@ Each config is built and verified against the reference first; then the configs 
 --rounds alternating rounds of --iters launches each (device event profiling), so that a slow
 minute on a shared machine hits every config, not one; each launch takes the next of buffer sets
 rotated past twice the host's last-level cache, as the harness does. Times are medians (and the
-best) over all rounds.
+best) over all rounds. --base also builds every config from the kernel sources of that git
+revision (``git show``) and times it in the same rounds, beside this tree's, with the ratio.
 """
 
 from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import json
 import statistics
 from dataclasses import dataclass, field
 
 import numpy as np
+from _revision import kernel_sources  # benchmarks/, the script's own dir
 
 from xe2tune.errors import InvalidConfig, InvalidProblem
 from xe2tune.harness import (
@@ -55,6 +58,7 @@ class Candidate:
     """One config, built, verified and ready to launch; its timings accumulate over rounds."""
 
     overrides: dict
+    revision: str | None  # the git revision whose kernel sources it was built from; None: this tree
     executor: PlanExecutor
     rotation: BufferRotation
     passed: bool
@@ -66,28 +70,42 @@ class Candidate:
             self.times.append(device_seconds(self.executor.launch_and_wait(self.rotation.take())))
 
 
-def prepare(queue, caps, problem: ProblemSpec, overrides: dict,
+@functools.cache
+def _sources(revision: str) -> dict[str, str]:
+    return kernel_sources(revision)
+
+
+def prepare(queue, caps, problem: ProblemSpec, overrides: dict, revision: str | None,
             inputs: tuple[np.ndarray, ...], reference: np.ndarray) -> Candidate:
     family = family_for_mode(problem.mode)
     params = {**family.params_from_config(family.default_config(problem, caps)), **overrides}
     config = family.config_from_params(problem, params)
     plan = family.plan(config, problem, caps)
-    built = build_program(queue, plan.source_file, plan.kernel_names, plan.defines)
+    sources = _sources(revision) if revision is not None else None
+    built = build_program(queue, plan.source_file, plan.kernel_names, plan.defines,
+                          sources=sources)
     executor = PlanExecutor(queue, built, plan, problem)
     rotation = BufferRotation(lambda _i: executor.allocate(*inputs), 4,
                               executor.buffer_set_bytes, last_level_cache_bytes(queue.sycl_device))
     executor.launch_and_wait(rotation.sets[0])
     report = check_output(problem, executor.read_output(rotation.sets[0]), reference)
-    return Candidate(overrides, executor, rotation, report.passed, built.build_seconds)
+    return Candidate(overrides, revision, executor, rotation, report.passed, built.build_seconds)
 
 
-def summary(problem: ProblemSpec, c: Candidate) -> str:
+def summary(problem: ProblemSpec, c: Candidate, tree: Candidate | None) -> str:
+    """``c``'s line; with ``tree`` (this tree's build of the same config, ``c`` being
+    another revision's), also the median of this tree's time / ``c``'s over their launches
+    paired by round and place."""
     t, best = statistics.median(c.times), min(c.times)
     work = sdpa_work(problem)
     work, unit = (work.flops, "GFLOP/s") if problem.mode == "prefill" else (work.bytes, "GB/s")
     rate = f"{work / t / 1e9:6.2f} {unit} (best {work / best / 1e9:6.2f})"
-    return (f"{rate}  {t * 1e3:8.2f} ms  correct={c.passed}  "
+    line = (f"{rate}  {t * 1e3:8.2f} ms  correct={c.passed}  "
             f"build={c.build_s:.1f}s  {json.dumps(c.overrides or 'default')}")
+    if tree is None:
+        return line
+    ratios = [a / b for a, b in zip(tree.times, c.times, strict=True)]
+    return f"{line}  [{c.revision}; this tree / {c.revision}: {statistics.median(ratios):.3f}]"
 
 
 def main() -> None:
@@ -102,6 +120,8 @@ def main() -> None:
     parser.add_argument("--causal", action="store_true", help="bottom-right causal mask")
     parser.add_argument("--params", nargs="*", default=["{}"],
                         help="JSON objects of parameters overriding the default config")
+    parser.add_argument("--base", help="also time each config built from this git revision's "
+                        "kernel sources")
     args = parser.parse_args()
     queue = open_queue(args.device)
     caps = device_caps(queue.sycl_device)
@@ -117,16 +137,19 @@ def main() -> None:
         problem = dataclasses.replace(problem, kv_dtype=args.kv_dtype)
     inputs = make_inputs(problem)
     reference = reference_sdpa(problem, *inputs)
+    revisions = [None, args.base] if args.base else [None]
     try:
-        candidates = [prepare(queue, caps, problem, json.loads(text), inputs, reference)
-                      for text in args.params]
+        candidates = [prepare(queue, caps, problem, json.loads(text), revision, inputs,
+                              reference)
+                      for text in args.params for revision in revisions]
     except (json.JSONDecodeError, InvalidConfig, InvalidProblem) as exc:
         parser.error(f"--params: {exc}")
-    for _ in range(args.rounds):
-        for c in candidates:
+    for round_ in range(args.rounds):
+        for c in candidates if round_ % 2 == 0 else reversed(candidates):
             c.time(args.iters)
     for c in candidates:
-        print(summary(problem, c), flush=True)
+        tree = next(t for t in candidates if t.revision is None and t.overrides == c.overrides)
+        print(summary(problem, c, tree if c is not tree else None), flush=True)
 
 
 if __name__ == "__main__":

@@ -24,9 +24,9 @@ import dataclasses
 import statistics
 import subprocess
 import time
-from pathlib import Path
 
 import numpy as np
+from _revision import kernel_sources  # benchmarks/, the script's own dir
 
 from xe2tune.harness import (  # first: sets the SYCL runtime env before dpctl loads
     BufferRotation,
@@ -45,8 +45,6 @@ from xe2tune.kernels import (
     make_inputs,
     reference_sdpa,
 )
-
-REPO = Path(__file__).resolve().parents[1]
 
 
 @dataclasses.dataclass
@@ -107,16 +105,6 @@ def run_fp8(queue, caps, args) -> None:
         print(f"  {t.label}: {seconds * 1e3:7.3f} ms  {gbs:6.1f} GB/s  correct={t.passed}  "
               f"time / fp16 K/V: median {statistics.median(ratios[t.label]):.2f} "
               f"(rounds {rounds})", flush=True)
-
-
-def kernel_sources(rev: str) -> dict[str, str]:
-    """The .cpp/.hpp files under kernels/ at git revision ``rev``, by file name."""
-    def git(*args: str) -> str:
-        return subprocess.run(["git", "-C", str(REPO), *args], capture_output=True, text=True,
-                              check=True).stdout
-
-    names = git("ls-tree", "--name-only", f"{rev}:kernels").split()
-    return {n: git("show", f"{rev}:kernels/{n}") for n in names if n.endswith((".cpp", ".hpp"))}
 
 
 def torch_seconds(q, k, v, iters: int) -> tuple[float, np.ndarray]:
