@@ -1,11 +1,12 @@
 """Build time of the same kernel plans from another revision's kernel sources and from this tree's.
 
 Usage:
-  python benchmarks/kernel_build_time.py [--base 2caeb7a] [--configs 3] [--rounds 2]
+  python benchmarks/kernel_build_time.py [--base 2caeb7a] [--configs 3 | --defaults] [--rounds 2]
 
 For the default CPU problems of ``xe2tune search --head-dim 128`` (prefill seq 512 causal,
 decode kv 4096 32/8 heads, fp16), ``--configs`` valid configs per problem spread over the first
-family's space are built through the run-time compiler on the ``opencl:cpu`` device from the
+family's space (with ``--defaults``: the family's default config, the one a search times first)
+are built through the run-time compiler on the ``opencl:cpu`` device from the
 kernel sources of ``--base`` (read with ``git show``) and from the working tree's, in
 alternating rounds (base first in even rounds, this tree first in odd ones). The runtime's
 persistent cache is off and every build gets options of its own, so each one compiles. Prints
@@ -36,6 +37,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--base", default="2caeb7a", help="the revision to compare against")
     parser.add_argument("--configs", type=int, default=3, help="configs per problem")
+    parser.add_argument("--defaults", action="store_true",
+                        help="build each problem's default config instead")
     parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()
 
@@ -44,6 +47,9 @@ def main() -> None:
     plans = []
     for problem in PROBLEMS:
         family = families_for(problem, caps)[0]
+        if args.defaults:
+            plans.append(family.plan(family.default_config(problem, caps), problem, caps))
+            continue
         configs = list(family.valid_configs(problem, caps))
         step = max(1, len(configs) // args.configs)
         plans += [family.plan(c, problem, caps) for c in configs[::step][:args.configs]]
