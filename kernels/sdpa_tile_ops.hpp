@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <utility>
 
 namespace xe2t {
 
@@ -76,41 +77,71 @@ struct VecTileOps {
       for (int c = 0; c < C; ++c) acc[r][c] = sycl::fma(a[r], b[c], acc[r][c]);
   }
 
+  // The clang vector type a sycl::vec<float, N> holds. Lane-wise work is written on it where
+  // sycl::vec costs more: its swizzles (lo/hi/even/odd) compile to the same shuffles but cost
+  // the front end a swizzle class template per use, most of a build's template instantiation.
+  template <int N>
+  using native = float __attribute__((ext_vector_type(N)));
+
   // Lane-wise max as a compare and select on the native vector type (one vmaxps):
   // sycl::fmax and sycl::max carry NaN rules that cost three extra instructions per call on
   // the CPU runtime, and sycl::select on a vec compiles to one scalar branch per lane.
   template <int N>
+  static native<N> vmax(native<N> a, native<N> b) { return a > b ? a : b; }
+  template <int N>
   static sycl::vec<float, N> vmax(sycl::vec<float, N> x, sycl::vec<float, N> y) {
-    using native = float __attribute__((ext_vector_type(N)));
-    const auto a = sycl::bit_cast<native>(x);
-    const auto b = sycl::bit_cast<native>(y);
-    return sycl::bit_cast<sycl::vec<float, N>>(a > b ? a : b);
+    return sycl::bit_cast<sycl::vec<float, N>>(
+        vmax<N>(sycl::bit_cast<native<N>>(x), sycl::bit_cast<native<N>>(y)));
   }
   static float smax(float x, float y) { return x > y ? x : y; }
 
+  // Lanes First, First + Step, ... of a then b (as one vector of twice the lanes).
+  template <int First, int Step, int N, std::size_t... I>
+  static native<sizeof...(I)> pick(native<N> a, native<N> b, std::index_sequence<I...>) {
+    return __builtin_shufflevector(a, b, (First + Step * static_cast<int>(I))...);
+  }
+  template <int N>
+  static native<N / 2> low_half(native<N> x) {
+    return pick<0, 1, N>(x, x, std::make_index_sequence<N / 2>());
+  }
+  template <int N>
+  static native<N / 2> high_half(native<N> x) {
+    return pick<N / 2, 1, N>(x, x, std::make_index_sequence<N / 2>());
+  }
+
   // Row reductions over the lanes of one vector: log2(W) halvings (a lane extraction per lane
   // compiles to W scalar steps).
-  template <int N = W>
-  static float reduce_max(sycl::vec<float, N> x) {
+  template <int N>
+  static float reduce_max(native<N> x) {
     if constexpr (N == 2) {
       return smax(x[0], x[1]);
     } else {
-      return reduce_max<N / 2>(vmax<N / 2>(x.lo(), x.hi()));
+      return reduce_max<N / 2>(vmax<N / 2>(low_half<N>(x), high_half<N>(x)));
     }
   }
-  template <int N = W>
-  static float reduce_sum(sycl::vec<float, N> x) {
+  static float reduce_max(vec x) { return reduce_max<W>(sycl::bit_cast<native<W>>(x)); }
+  template <int N>
+  static float reduce_sum(native<N> x) {
     if constexpr (N == 2) {
       return x[0] + x[1];
     } else {
-      return reduce_sum<N / 2>(sycl::vec<float, N / 2>(x.lo()) + sycl::vec<float, N / 2>(x.hi()));
+      return reduce_sum<N / 2>(low_half<N>(x) + high_half<N>(x));
     }
   }
+  static float reduce_sum(vec x) { return reduce_sum<W>(sycl::bit_cast<native<W>>(x)); }
 
   // The even lanes of x then of y, and the odd lanes of x then of y: one round of the
   // transposes below.
-  static vec evens(vec x, vec y) { return vec(x.even(), y.even()); }
-  static vec odds(vec x, vec y) { return vec(x.odd(), y.odd()); }
+  static vec evens(vec x, vec y) {
+    return sycl::bit_cast<vec>(pick<0, 2, W>(sycl::bit_cast<native<W>>(x),
+                                             sycl::bit_cast<native<W>>(y),
+                                             std::make_index_sequence<W>()));
+  }
+  static vec odds(vec x, vec y) {
+    return sycl::bit_cast<vec>(pick<1, 2, W>(sycl::bit_cast<native<W>>(x),
+                                             sycl::bit_cast<native<W>>(y),
+                                             std::make_index_sequence<W>()));
+  }
 
   // Lane i of the result = the lane sum of a[i]: a transposed reduction, log2(W) levels of
   // even/odd pair additions instead of W separate horizontal sums (a is overwritten).
