@@ -6,7 +6,7 @@ XE2T_DV or XE2T_KV (``kv_variant_defines``). An fp16/bf16/fp32 MHA/GQA build def
 so its mainloop is instantiated on the same types as before and must compile to the same code.
 
 How this is proven, and why this way: the kernel sources of BASE_COMMIT (main just before the
-variants; KEY_MAJOR_COMMIT for the plans an MHA change of its own touched since) are read from git
+variants; SHUFFLES_COMMIT for the plans MHA changes of their own touched since) are read from git
 history (``git show``) and built with the same defines as this tree's build of the same plan, both
 through the real run-time compiler in a capture child (``capture_spirv``, each a fresh build); the
 two SPIR-V modules must be equal byte for byte. Building the old sources here, rather than storing
@@ -46,10 +46,13 @@ from xe2tune.kernels._xmx_prefill import XmxPrefillFamily
 from xe2tune.kernels._zebin import read_zebin
 
 BASE_COMMIT = "2caeb7a"  # main before the K/V variants: ProblemSpec knew Dv, no kernel did
-# The vector decode of several KV heads per work-group changed after the variants landed (an MHA
-# change of its own: scores key-major across the heads, V prefetched by P x V); its plans are
-# compared with that commit, so the variant work since cannot have touched them either.
-KEY_MAJOR_COMMIT = "6fc5ec3"
+# The vector-lane MHA kernels changed twice after the variants landed, each an MHA change of its
+# own: 6fc5ec3 (the decode of several KV heads per work-group: scores key-major across the heads,
+# V prefetched by P x V) and SHUFFLES_COMMIT (the tile ops pick lanes by __builtin_shufflevector
+# instead of sycl::vec swizzles: the same shuffles, a cheaper front end; the SPIR-V differs in
+# shuffle counts and unrolling). The vector-lane plans compare with the later one, so the variant
+# work since cannot have touched them either; the xmx plans with BASE_COMMIT.
+SHUFFLES_COMMIT = "8d0da76"
 REPO = Path(__file__).resolve().parents[2]
 TIMEOUT_S = 600.0
 
@@ -87,16 +90,16 @@ def _plans():
     packed = ProblemSpec("prefill", 64, "fp32", 512, 512)
     heads = ProblemSpec("decode", 128, "fp16", 1, 4096, heads_q=32, heads_kv=8)
     cases = [
-        ("prefill-fp16-gqa-default", PrefillFamily(), prefill, CPU_CAPS, None, BASE_COMMIT),
-        ("decode-bf16-mqa-default", DecodeFamily(), decode, CPU_CAPS, None, BASE_COMMIT),
+        ("prefill-fp16-gqa-default", PrefillFamily(), prefill, CPU_CAPS, None, SHUFFLES_COMMIT),
+        ("decode-bf16-mqa-default", DecodeFamily(), decode, CPU_CAPS, None, SHUFFLES_COMMIT),
         ("prefill-fp32-kv_pack", PrefillFamily(), packed, CPU_CAPS,
          {"bq": 64, "bk": 32, "bd": 16, "bv": 16, "stages": 1, "subgroup_size": 8,
-          "rows_per_item": 8, "kv_stage": True, "kv_pack": True}, BASE_COMMIT),
+          "rows_per_item": 8, "kv_stage": True, "kv_pack": True}, SHUFFLES_COMMIT),
         # 8 KV heads per work-group (the default): the key-major path, prefetching rows (the
         # AVX2 default since prefetches in shares, an MHA change of its own)
         ("decode-fp16-gqa-heads-rows", DecodeFamily(), heads, CPU_CAPS,
          {**DecodeFamily().params_from_config(DecodeFamily().default_config(heads, CPU_CAPS)),
-          "prefetch_shares": False}, KEY_MAJOR_COMMIT),
+          "prefetch_shares": False}, SHUFFLES_COMMIT),
     ]
     for dtype in ("fp16", "bf16"):
         xp = ProblemSpec("prefill", 128, dtype, 512, 512, **gqa)
