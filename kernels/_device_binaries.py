@@ -19,13 +19,17 @@ from __future__ import annotations
 
 import functools
 import json
-import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from xe2tune.config import device_binaries_dir, sycl_persistent_cache_on
+from xe2tune.config import (
+    cpu_runtime_settings,
+    device_binaries_dir,
+    sycl_dump_images_on,
+    sycl_persistent_cache_on,
+)
 from xe2tune.kernels._cache_files import cache_key, runtime_versions, write_atomically
 from xe2tune.kernels._native_build import load_extension
 
@@ -73,7 +77,7 @@ class KeptBuild:
 
 def binaries_kept() -> bool:
     """Whether this process keeps and loads device binaries (module docstring)."""
-    return sycl_persistent_cache_on() and not os.environ.get("SYCL_DUMP_IMAGES")
+    return sycl_persistent_cache_on() and not sycl_dump_images_on()
 
 
 @functools.cache
@@ -92,8 +96,7 @@ def binary_path(device_key: str, text: str, headers: Sequence[tuple[str, str]],
         "device": device_key, "text": text, "headers": [list(h) for h in headers],
         "kernels": list(kernel_names), "options": list(options),
         "runtime": runtime_versions(), "host_cpu": _host_cpu_flags(), "format": _FORMAT,
-        "cpu_runtime_settings": sorted((k, v) for k, v in os.environ.items()
-                                       if k.startswith("CL_CONFIG_")),
+        "cpu_runtime_settings": cpu_runtime_settings(),
     }
     return device_binaries_dir() / f"{cache_key(fields)}.bin"
 

@@ -74,6 +74,18 @@ def device_binaries_dir() -> Path:
     return _cache_subdir("device-binaries")
 
 
+def sycl_dump_images_on() -> bool:
+    """Whether this process's SYCL runtime dumps the device images it builds
+    (``SYCL_DUMP_IMAGES``, which :func:`spirv_capture_env` sets for capture children)."""
+    return bool(os.environ.get("SYCL_DUMP_IMAGES"))
+
+
+def cpu_runtime_settings() -> list[tuple[str, str]]:
+    """The OpenCL CPU runtime's settings in this process's environment (``CL_CONFIG_*``),
+    sorted: its builds are a function of them."""
+    return sorted((k, v) for k, v in os.environ.items() if k.startswith("CL_CONFIG_"))
+
+
 def sycl_persistent_cache_on() -> bool:
     """Whether the SYCL runtime keeps builds on disk (``SYCL_CACHE_PERSISTENT``, which
     :func:`configure_runtime_env` turns on unless the user set it)."""
