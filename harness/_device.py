@@ -93,12 +93,15 @@ def _has_matrix_aspect(device: dpctl.SyclDevice) -> bool:
     return has_matrix_aspect(_queue_for(_filter_string(device)))
 
 
+def _sycl_devices() -> list[dpctl.SyclDevice]:
+    try:
+        return dpctl.get_devices()
+    except (dpctl.SyclDeviceCreationError, ValueError):  # no SYCL runtime installed
+        return []
+
+
 def list_devices() -> list[DeviceListing]:
     """Every SYCL device the runtime sees (empty when no runtime is installed)."""
-    try:
-        devices = dpctl.get_devices()
-    except (dpctl.SyclDeviceCreationError, ValueError):
-        return []
     return [
         DeviceListing(
             filter_string=_filter_string(d),
@@ -106,7 +109,7 @@ def list_devices() -> list[DeviceListing]:
             driver_version=d.driver_version,
             global_mem_cache_bytes=last_level_cache_bytes(d),
         )
-        for d in devices
+        for d in _sycl_devices()
     ]
 
 
@@ -147,21 +150,24 @@ def resolve_device(filter_string: str | None = None) -> dpctl.SyclDevice:
         DeviceError: no device at all (with how to install a runtime), or a filter matching none
             (listing the devices that exist).
     """
-    listings = list_devices()
-    if not listings:
+    # The devices' capabilities (device_caps asks the native extension for the matrix aspect,
+    # compiling it on a new machine) only where a filter matches none and the error lists them:
+    # a command checking its arguments needs the device, not its limits.
+    devices = _sycl_devices()
+    if not devices:
         raise DeviceError(_NO_RUNTIME_HINT)
     chosen = filter_string or device_filter()
     if chosen is None:
-        gpus = [d for d in dpctl.get_devices() if d.device_type.name == "gpu"]
-        return gpus[0] if gpus else _by_filter(DEFAULT_FALLBACK_FILTER, listings)
-    return _by_filter(chosen, listings)
+        gpus = [d for d in devices if d.device_type.name == "gpu"]
+        return gpus[0] if gpus else _by_filter(DEFAULT_FALLBACK_FILTER)
+    return _by_filter(chosen)
 
 
-def _by_filter(filter_string: str, listings: list[DeviceListing]) -> dpctl.SyclDevice:
+def _by_filter(filter_string: str) -> dpctl.SyclDevice:
     try:
         return dpctl.SyclDevice(filter_string)
     except (dpctl.SyclDeviceCreationError, ValueError, TypeError):
-        known = ", ".join(f"{d.filter_string} ({d.caps.name})" for d in listings)
+        known = ", ".join(f"{d.filter_string} ({d.caps.name})" for d in list_devices())
         raise DeviceError(
             f"no SYCL device matches {filter_string!r}; devices here: {known}"
         ) from None
