@@ -4,7 +4,9 @@ Each run starts cold, as on a new machine: a fresh data dir (so the device's cei
 measured once and the SQLite database is new) and a fresh cache dir (so the SYCL persistent
 kernel cache, ``SYCL_CACHE_DIR`` under it, and the Xe2 compiler's outcome cache are empty; only
 the native runtime-compiler extension is copied in, a one-time install step, not a kernel
-cache). The runs alternate old, new, old, new... and each is killed at ``--limit`` seconds::
+cache; ``--cold-extension`` leaves it out too, so that each run compiles it first, as the first
+command on a new machine does). The runs alternate old, new, old, new... and each is killed at
+``--limit`` seconds::
 
     python benchmarks/first_contact.py --base 02e0b8a --rounds 1
     python benchmarks/first_contact.py --suite        # also `python -m pytest -q`, each tree
@@ -122,8 +124,10 @@ def materialize(base: str, into: Path) -> Tree:
     return Tree(f"old {base}", src, root)
 
 
-def cold_env(work: Path) -> dict[str, str]:
-    """An environment with a fresh data dir and empty kernel caches under ``work``."""
+def cold_env(work: Path, with_extension: bool = True) -> dict[str, str]:
+    """An environment with a fresh data dir and empty kernel caches under ``work``; the native
+    extension copied in unless ``with_extension`` is false (then the run compiles it first, as
+    on a new machine)."""
     env = {k: v for k, v in os.environ.items()
            if k not in ("XE2TUNE_DB", "SYCL_CACHE_DIR", "XE2TUNE_CACHE_DIR", "XE2TUNE_DATA_DIR")}
     data, cache = work / "data", work / "cache"
@@ -132,7 +136,7 @@ def cold_env(work: Path) -> dict[str, str]:
     native = Path(os.environ.get("XE2TUNE_CACHE_DIR") or
                   Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "xe2tune"
                   ) / "native"
-    if native.is_dir():
+    if with_extension and native.is_dir():
         shutil.copytree(native, cache / "native")
     env.update(XE2TUNE_DATA_DIR=str(data), XE2TUNE_CACHE_DIR=str(cache),
                XDG_DATA_HOME=str(work / "xdg-data"), PYTHONUNBUFFERED="1", COLUMNS="400",
@@ -204,6 +208,8 @@ def main() -> None:
     ap.add_argument("--suite", action="store_true",
                     help="also time `python -m pytest -q` in each tree (15+ min each)")
     ap.add_argument("--suite-limit", type=float, default=3600.0)
+    ap.add_argument("--cold-extension", action="store_true",
+                    help="do not copy the native extension in: each run compiles its own first")
     ap.add_argument("--quiet", action="store_true", help="do not echo the runs' lines")
     args = ap.parse_args()
 
@@ -220,7 +226,8 @@ def main() -> None:
                 print(f"round {round_ + 1}: {tree.name}: xe2tune search {args.search_args}",
                       flush=True)
                 runs[tree.name].append(run_timed(
-                    argv, tree.env(cold_env(run_dir)), run_dir, args.limit,
+                    argv, tree.env(cold_env(run_dir, not args.cold_extension)), run_dir,
+                    args.limit,
                     None if args.quiet else tree.label))
         print_table(f"xe2tune search {args.search_args}: seconds, cold start (median of "
                     f"{args.rounds} alternating run(s) per tree)", trees, runs, PHASES)
@@ -229,7 +236,7 @@ def main() -> None:
             suite: dict[str, list[Run]] = {t.name: [] for t in trees}
             for tree in trees:
                 suite_dir = work / f"suite-{tree.label}"
-                env = tree.env(cold_env(suite_dir))
+                env = tree.env(cold_env(suite_dir, not args.cold_extension))
                 if tree.pythonpath is not None:
                     # the tests start `xe2tune` by name: the old tree's, not the installed one
                     bin_dir = suite_dir / "bin"

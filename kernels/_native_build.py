@@ -44,8 +44,7 @@ def _dist_file(dist: str, suffix: str) -> Path:
 def _toolchain() -> dict[str, str]:
     # dpctl (and with it libsycl) loads here, on the first build: the extension links the
     # libsycl dpctl loaded, and nothing that only reads configs or results pays for it.
-    import dpctl
-    import pybind11
+    import dpctl  # noqa: F401
 
     sycl_hpp = _dist_file("intel-sycl-rt", "include/sycl/sycl.hpp")
     libsycl = _dist_file("intel-sycl-rt", "lib/libsycl.so")
@@ -55,9 +54,7 @@ def _toolchain() -> dict[str, str]:
     return {
         "cxx": cxx,
         "python_include": sysconfig.get_paths()["include"],
-        "pybind11_include": pybind11.get_include(),
         "sycl_include": str(sycl_hpp.parent.parent),
-        "dpctl_include": dpctl.get_include(),
         "libsycl_dir": str(libsycl.parent),
         "ext_suffix": sysconfig.get_config_var("EXT_SUFFIX") or ".so",
     }
@@ -65,7 +62,7 @@ def _toolchain() -> dict[str, str]:
 
 def _build_key(tools: dict[str, str]) -> str:
     h = hashlib.sha256(_SOURCE.read_bytes())
-    for dist in ("dpctl", "intel-sycl-rt", "pybind11"):
+    for dist in ("dpctl", "intel-sycl-rt"):
         h.update(f"{dist}={importlib.metadata.version(dist)};".encode())
     h.update(repr(sorted(tools.items())).encode())
     h.update(sys.version.encode())
@@ -79,8 +76,7 @@ def _compile(tools: dict[str, str], target: Path) -> None:
         cmd = [
             tools["cxx"], "-O2", "-shared", "-fPIC", "-std=c++17", "-fvisibility=hidden",
             "-DSYCL_DISABLE_FSYCL_SYCLHPP_WARNING",
-            "-I", tools["python_include"], "-I", tools["pybind11_include"],
-            "-I", tools["sycl_include"], "-I", tools["dpctl_include"],
+            "-I", tools["python_include"], "-I", tools["sycl_include"],
             str(_SOURCE), "-o", str(out),
             "-L", tools["libsycl_dir"], "-lsycl",
         ]

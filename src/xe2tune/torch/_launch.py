@@ -154,7 +154,7 @@ def _launch(problem: ProblemSpec, config: str | None, scale: float | None,
         try:
             event = submit_at_addresses(queue, built.kernels[launch.kernel], args,
                                         launch.global_size, launch.local_size)
-        except RuntimeError as exc:  # the SYCL exception, as pybind11 translates it
+        except RuntimeError as exc:  # the SYCL exception, as the extension raises it
             raise LaunchResourceError(
                 f"launching {launch.kernel} over {launch.global_size}/{launch.local_size} "
                 f"failed: {exc}") from exc
