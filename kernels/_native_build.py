@@ -8,6 +8,7 @@ itself loads (dpctl is imported first, so the loader reuses its libsycl by sonam
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import importlib.metadata
 import importlib.util
@@ -70,7 +71,6 @@ def _build_key(tools: dict[str, str]) -> str:
 
 
 def _compile(tools: dict[str, str], target: Path) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=target.parent) as tmp:
         out = Path(tmp) / target.name
         cmd = [
@@ -87,7 +87,7 @@ def _compile(tools: dict[str, str], target: Path) -> None:
                 + (proc.stderr.strip().splitlines() or ["no output"])[-1]
                 + f"\ncommand: {' '.join(cmd)}\n{proc.stderr}"
             )
-        # Atomic publish: concurrent first uses (pytest workers, two CLIs) never see half a file.
+        # Atomic publish: a process that finds the file without taking the lock never sees half.
         os.replace(out, target)
 
 
@@ -101,7 +101,13 @@ def load_extension() -> ModuleType:
     tools = _toolchain()
     target = cache_dir() / "native" / _build_key(tools) / f"{_MODULE}{tools['ext_suffix']}"
     if not target.exists():
-        _compile(tools, target)
+        # One compile for concurrent first uses (the test suite's workers start together, a
+        # search beside a worker): the others wait for it instead of compiling it again.
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with open(target.parent / ".lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if not target.exists():
+                _compile(tools, target)
     spec = importlib.util.spec_from_file_location(_MODULE, target)
     if spec is None or spec.loader is None:
         raise NativeBuildError(f"cannot load {target}")
