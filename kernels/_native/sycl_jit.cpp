@@ -66,12 +66,12 @@ struct Dpctl {
   PyObject *(*make_event)(void *) = nullptr;
 } dpctl;
 
-void *capi_function(const char *module_name, const char *name) {
-  Ref module(check(PyImport_ImportModule(module_name)));
-  Ref table(check(PyObject_GetAttrString(module.get(), "__pyx_capi__")));
+// The C function `name` of a Cython module's C API (its __pyx_capi__ table of capsules).
+void *capi_function(PyObject *module, const char *name) {
+  Ref table(check(PyObject_GetAttrString(module, "__pyx_capi__")));
   PyObject *capsule = PyDict_GetItemString(table.get(), name);  // borrowed
   if (capsule == nullptr) {
-    PyErr_Format(PyExc_ImportError, "%s has no C function %s", module_name, name);
+    PyErr_Format(PyExc_ImportError, "%R has no C function %s", module, name);
     throw PythonError{};
   }
   void *function = PyCapsule_GetPointer(capsule, PyCapsule_GetName(capsule));
@@ -79,28 +79,30 @@ void *capi_function(const char *module_name, const char *name) {
   return function;
 }
 
-PyTypeObject *python_type(const char *module_name, const char *name) {
-  Ref module(check(PyImport_ImportModule(module_name)));
-  PyObject *type = check(PyObject_GetAttrString(module.get(), name));
+PyTypeObject *python_type(PyObject *module, const char *name) {
+  PyObject *type = check(PyObject_GetAttrString(module, name));
   if (!PyType_Check(type)) {
     Py_DECREF(type);
-    PyErr_Format(PyExc_ImportError, "%s.%s is not a type", module_name, name);
+    PyErr_Format(PyExc_ImportError, "%R.%s is not a type", module, name);
     throw PythonError{};
   }
   return reinterpret_cast<PyTypeObject *>(type);  // kept for the module's lifetime
 }
 
 void load_dpctl() {
-  dpctl.queue_type = python_type("dpctl._sycl_queue", "SyclQueue");
-  dpctl.kernel_type = python_type("dpctl.program._program", "SyclKernel");
+  Ref queues(check(PyImport_ImportModule("dpctl._sycl_queue")));
+  Ref programs(check(PyImport_ImportModule("dpctl.program._program")));
+  Ref events(check(PyImport_ImportModule("dpctl._sycl_event")));
+  dpctl.queue_type = python_type(queues.get(), "SyclQueue");
+  dpctl.kernel_type = python_type(programs.get(), "SyclKernel");
   dpctl.queue_ref = reinterpret_cast<void *(*)(PyObject *)>(
-      capi_function("dpctl._sycl_queue", "SyclQueue_GetQueueRef"));
+      capi_function(queues.get(), "SyclQueue_GetQueueRef"));
   dpctl.kernel_ref = reinterpret_cast<void *(*)(PyObject *)>(
-      capi_function("dpctl.program._program", "SyclKernel_GetKernelRef"));
+      capi_function(programs.get(), "SyclKernel_GetKernelRef"));
   dpctl.make_kernel = reinterpret_cast<PyObject *(*)(void *, const char *)>(
-      capi_function("dpctl.program._program", "SyclKernel_Make"));
+      capi_function(programs.get(), "SyclKernel_Make"));
   dpctl.make_event = reinterpret_cast<PyObject *(*)(void *)>(
-      capi_function("dpctl._sycl_event", "SyclEvent_Make"));
+      capi_function(events.get(), "SyclEvent_Make"));
 }
 
 // ---- arguments ----------------------------------------------------------------------------
@@ -428,34 +430,45 @@ PyObject *submit_at_addresses(PyObject *, PyObject *args) {
     if (kinds.size() != size_t(PySequence_Fast_GET_SIZE(values.get())) ||
         global.size() != local.size() || global.empty() || global.size() > 3)
       throw std::invalid_argument("kinds/values or global/local sizes disagree (1-3 dims)");
-    std::vector<std::uintptr_t> pointers(kinds.size());
-    std::vector<int32_t> ints(kinds.size());
-    std::vector<float> floats(kinds.size());
+    // Each argument read once, as the kind it is set as.
+    struct Arg {
+      enum { pointer, int32, float32 } kind;
+      std::uintptr_t address = 0;
+      int32_t int_value = 0;
+      float float_value = 0.0f;
+    };
+    std::vector<Arg> converted(kinds.size());
     for (size_t i = 0; i < kinds.size(); ++i) {
       PyObject *value = PySequence_Fast_GET_ITEM(values.get(), Py_ssize_t(i));
+      Arg &arg = converted[i];
       if (kinds[i] == "ptr") {
-        pointers[i] = static_cast<std::uintptr_t>(PyLong_AsUnsignedLongLong(value));
+        arg.kind = Arg::pointer;
+        arg.address = static_cast<std::uintptr_t>(PyLong_AsUnsignedLongLong(value));
       } else if (kinds[i] == "int") {
         const long n = PyLong_AsLong(value);
         if (!PyErr_Occurred() && (n < std::numeric_limits<int32_t>::min() ||
                                   n > std::numeric_limits<int32_t>::max()))
           PyErr_SetString(PyExc_OverflowError, "an \"int\" argument does not fit in int32");
-        ints[i] = static_cast<int32_t>(n);
+        arg.kind = Arg::int32;
+        arg.int_value = static_cast<int32_t>(n);
       } else if (kinds[i] == "float") {
-        floats[i] = static_cast<float>(PyFloat_AsDouble(value));
+        arg.kind = Arg::float32;
+        arg.float_value = static_cast<float>(PyFloat_AsDouble(value));
       } else {
         throw std::invalid_argument("unknown argument kind '" + kinds[i] + "'");
       }
       if (PyErr_Occurred()) throw PythonError{};
     }
     sycl::event event = queue.submit([&](sycl::handler &cgh) {
-      for (size_t i = 0; i < kinds.size(); ++i) {
-        if (kinds[i] == "ptr")
-          cgh.set_arg(static_cast<int>(i), reinterpret_cast<void *>(pointers[i]));
-        else if (kinds[i] == "int")
-          cgh.set_arg(static_cast<int>(i), ints[i]);
-        else
-          cgh.set_arg(static_cast<int>(i), floats[i]);
+      for (size_t i = 0; i < converted.size(); ++i) {
+        const Arg &arg = converted[i];
+        switch (arg.kind) {
+          case Arg::pointer:
+            cgh.set_arg(static_cast<int>(i), reinterpret_cast<void *>(arg.address));
+            break;
+          case Arg::int32: cgh.set_arg(static_cast<int>(i), arg.int_value); break;
+          case Arg::float32: cgh.set_arg(static_cast<int>(i), arg.float_value); break;
+        }
       }
       switch (global.size()) {
         case 1: cgh.parallel_for(make_nd_range<1>(global, local), kernel); break;
