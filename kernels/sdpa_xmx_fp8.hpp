@@ -8,9 +8,10 @@
 // per-lane load (the 2D block messages transpose 32-bit elements only). V: one 8-bit
 // VNNI-transformed 2D block load of 32 keys x 16 columns (lane n: column c0 + n, four keys per
 // dword), of which the fragment takes its 16 keys (the other 16 are the next fragment's or past
-// the block: read again from the cache rather than kept, so the mainloop stays as it is). Keys
-// past kv_len read 0, as the block loads' bounds check gives them. K/V rows are not prefetched
-// (mainloop).
+// the block: read again from the cache rather than kept, so the mainloop stays as it is). V's
+// keys past kv_len read 0, as the block load's bounds check gives them (their P is 0, so their
+// product is too); K's read the last row (their scores are masked, whatever they are). K/V rows
+// are not prefetched (mainloop).
 #pragma once
 
 #include "sycl_device.hpp"
@@ -27,27 +28,59 @@ struct Fp8Loads {
   using T = typename Ops::Elem;
   using B = typename Ops::B;
 
-  // The T bits of one FP8 element's value / KV::kRebias, exact: the fp16 pattern itself, or
-  // for bf16 the top half of its fp32 value.
-  static std::uint32_t bits(std::uint8_t x) {
-    const std::uint16_t h = fp8::half_bits(KV{x});
-    if constexpr (std::is_same_v<T, half_t>) {
-      return h;
+  using Short2 = std::int16_t __attribute__((ext_vector_type(2)));
+  using Ushort2 = std::uint16_t __attribute__((ext_vector_type(2)));
+
+  // Half h (0: low) of a dword: a 16-bit region of the register, no shift.
+  static std::uint16_t half_of(std::uint32_t dword, int h) {
+    return sycl::bit_cast<Ushort2>(dword)[h];
+  }
+
+  // The fp16 patterns of two consecutive elements' values / KV::kRebias (bytes 0 and 1 of
+  // `two`), element 0 in the low half: fp8::half_bits's shifts done on 16-bit words, which IGC
+  // writes straight into the halves of the operand's dword (e4m3: three word instructions and
+  // one dword mask per pair; converted element by element, the hd128 decode's K loop took 8746
+  // instructions for bmg instead of 2835: benchmarks/kv_isa.py).
+  static std::uint32_t half_pair(std::uint16_t two) {
+    const auto low_on_top = static_cast<std::int16_t>(static_cast<std::uint16_t>(two << 8));
+    if constexpr (std::is_same_v<KV, fp8::e4m3>) {
+      // Each byte on the top of a word, shifted right by one arithmetically: sign on bits 15
+      // and 14, exponent and mantissa on 13..7; the mask clears bit 14 and the bits below 7.
+      const Short2 h = {static_cast<std::int16_t>(low_on_top >> 1),
+                        static_cast<std::int16_t>(static_cast<std::int16_t>(two) >> 1)};
+      return sycl::bit_cast<std::uint32_t>(h) & 0xBF80BF80u;
     } else {
-      return sycl::bit_cast<std::uint32_t>(static_cast<float>(sycl::bit_cast<half_t>(h))) >> 16;
+      const Short2 h = {low_on_top, static_cast<std::int16_t>(two & 0xFF00u)};
+      return sycl::bit_cast<std::uint32_t>(h);
+    }
+  }
+
+  // The bf16 bits of one element's value / KV::kRebias, exact: the top half of its fp32 value.
+  static std::uint32_t bf16_bits(std::uint8_t x) {
+    const half_t h = sycl::bit_cast<half_t>(fp8::half_bits(KV{x}));
+    return sycl::bit_cast<std::uint32_t>(static_cast<float>(h)) >> 16;
+  }
+
+  // The B dword of two consecutive elements (bytes 0 and 1 of `two`), exact. bf16 element by
+  // element: through half_pair the K loop compiled to more instructions (7215 against 6738),
+  // each half moved out of the pair before its conversion.
+  static int pair(std::uint16_t two) {
+    if constexpr (std::is_same_v<T, half_t>) {
+      return static_cast<int>(half_pair(two));
+    } else {
+      return static_cast<int>(bf16_bits(static_cast<std::uint8_t>(two)) |
+                              bf16_bits(static_cast<std::uint8_t>(two >> 8)) << 16);
     }
   }
 
   // B[k][n] = K[key0 + n][d0 + k].
   static void load_kt(sycl::sub_group sg, B &b, const Rows<KV> &k, int key0, int d0) {
-    const int key = key0 + static_cast<int>(sg.get_local_linear_id());
-    sycl::vec<std::uint8_t, 16> row(0);
-    if (key < k.rows)
-      row = *reinterpret_cast<const sycl::vec<std::uint8_t, 16> *>(
-          k.base + static_cast<size_t>(key) * k.stride + d0);
+    // A key past kv_len reads the last row: its scores are masked whatever they are.
+    const int key = sycl::min(key0 + static_cast<int>(sg.get_local_linear_id()), k.rows - 1);
+    const auto row = *reinterpret_cast<const sycl::vec<std::uint32_t, 4> *>(
+        k.base + static_cast<size_t>(key) * k.stride + d0);
 #pragma unroll
-    for (int p = 0; p < 8; ++p)
-      b[p] = static_cast<int>(bits(row[2 * p]) | bits(row[2 * p + 1]) << 16);
+    for (int p = 0; p < 8; ++p) b[p] = pair(half_of(row[p / 2], p % 2));
   }
 
   // The rows as a surface of bytes whose base is 64-byte aligned, as the 2D block messages need
@@ -68,11 +101,8 @@ struct Fp8Loads {
     const int shift = aligned_surface(v, s);
     const xe::Pair8 keys = Ops::Builtins::load_vnni8(sg, s, shift + c0, key0);
 #pragma unroll
-    for (int p = 0; p < 8; ++p) {
-      const auto dword = static_cast<std::uint32_t>(keys[p / 2]) >> (p % 2 * 16);
-      b[p] = static_cast<int>(bits(static_cast<std::uint8_t>(dword)) |
-                              bits(static_cast<std::uint8_t>(dword >> 8)) << 16);
-    }
+    for (int p = 0; p < 8; ++p)
+      b[p] = pair(half_of(static_cast<std::uint32_t>(keys[p / 2]), p % 2));
   }
 };
 

@@ -8,8 +8,14 @@ case and in order. Builds are shared by the in-process program cache (one per co
 and dtype).
 
 A case: {"family": name, "problem": ProblemSpec.to_dict(), "params": {...} | null (default),
-"seed": int}. A result: {"config", "passed", "nonfinite", "max_abs", "rel_l2",
-"build_seconds", "error"} (error: the one-line reason when the case could not run).
+"seed": int, "inputs": "random" (default) | "fp8_patterns"}. A result: {"config", "passed",
+"nonfinite", "max_abs", "rel_l2", "build_seconds", "error"} (error: the one-line reason when the
+case could not run).
+
+"fp8_patterns" (FP8 K/V, kv_len 1, heads_kv x Dv >= 256): V's one key holds every finite bit
+pattern of the FP8 format once, K and Q are ones and the scales 1, so every output row is V's
+row of its KV head: "passed" means equal bit for bit (every finite FP8 value is exact in fp16,
+bf16 and the fp32 between), which checks the loaders' conversion value by value.
 """
 
 from __future__ import annotations
@@ -18,10 +24,19 @@ import json
 import sys
 import time
 
+import numpy as np
+
 import xe2tune  # noqa: F401  (sets the runtime environment before dpctl loads)
 from xe2tune.errors import Xe2TuneError
 from xe2tune.harness import PlanExecutor, device_caps, open_queue
-from xe2tune.kernels import ProblemSpec, build_program, check_output, make_inputs, reference_sdpa
+from xe2tune.kernels import (
+    ProblemSpec,
+    build_program,
+    check_output,
+    make_inputs,
+    numpy_dtype,
+    reference_sdpa,
+)
 from xe2tune.kernels._xmx_decode import XmxDecodeFamily
 from xe2tune.kernels._xmx_prefill import XmxPrefillFamily
 
@@ -41,17 +56,47 @@ def run_case(queue, caps, case: dict) -> dict:
         built = build_program(queue, plan.source_file, plan.kernel_names, plan.defines)
         result["build_seconds"] = built.build_seconds
         executor = PlanExecutor(queue, built, plan, problem)
-        inputs = make_inputs(problem, seed=case.get("seed", 0))
+        patterns = case.get("inputs") == "fp8_patterns"
+        inputs = (fp8_pattern_inputs(problem) if patterns
+                  else make_inputs(problem, seed=case.get("seed", 0)))
         buffers = executor.allocate(*inputs)
         executor.launch_and_wait(buffers)
-        report = check_output(problem, executor.read_output(buffers),
-                              reference_sdpa(problem, *inputs))
+        output = executor.read_output(buffers)
+        if patterns:
+            return {**result, **exact_rows(problem, output, inputs[2])}
+        report = check_output(problem, output, reference_sdpa(problem, *inputs))
     except Xe2TuneError as exc:
         result["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0]}"
         return result
     result.update(passed=report.passed, nonfinite=report.nonfinite, max_abs=report.max_abs_error,
                   rel_l2=report.rel_l2_error)
     return result
+
+
+def fp8_pattern_inputs(problem: ProblemSpec) -> tuple[np.ndarray, ...]:
+    """Q, K, V and unit scales of an "fp8_patterns" case (module docstring)."""
+    fp8 = numpy_dtype(problem.kv_element_dtype)
+    bits = np.arange(256, dtype=np.uint8)
+    finite = bits[np.isfinite(bits.view(fp8).astype(np.float32))]
+    slots = problem.heads_kv * problem.head_dim_v
+    assert problem.kv_len == 1 and slots >= finite.size, problem
+    v = np.zeros(slots, dtype=np.uint8)
+    v[:finite.size] = finite
+    v = v.reshape(1, 1, problem.heads_kv, problem.head_dim_v).view(fp8)
+    k = np.ones((1, 1, problem.heads_kv, problem.head_dim), dtype=fp8)
+    q = np.ones((1, problem.q_len, problem.heads_q, problem.head_dim),
+                dtype=numpy_dtype(problem.dtype))
+    return q, k, v, np.ones((2, problem.heads_kv), dtype=np.float32)
+
+
+def exact_rows(problem: ProblemSpec, output: np.ndarray, v: np.ndarray) -> dict:
+    """Whether every output row is its KV head's V row, bit for bit, and the largest error."""
+    rows = np.repeat(v.astype(np.float32), problem.group_size, axis=2)  # [1, 1, Hq, Dv]
+    got = output.astype(np.float32)
+    error = np.abs(got - np.broadcast_to(rows, got.shape))
+    return {"passed": bool(np.array_equal(got, np.broadcast_to(rows, got.shape))),
+            "nonfinite": int((~np.isfinite(got)).sum()), "max_abs": float(np.nanmax(error)),
+            "rel_l2": None}
 
 
 def main() -> None:

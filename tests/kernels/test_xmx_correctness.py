@@ -9,7 +9,9 @@ ratios 1/4/8, causal (including q_len > kv_len: rows that see no key output 0) a
 batch 2, decode q_len 1/5/16, latent attention (D 192 / Dv 128 prefill, D 576 / Dv 512 decode
 with one KV head for 8 to 32 query heads, V's columns in one work-group or split among 2 or 4),
 FP8 K/V (e4m3, e5m2; fp16 and bf16 Q), and non-default configs (sg_k 2 and 4, VTILES 1 to 8,
-stages 0 and 2, 4 row fragments per subgroup).
+stages 0 and 2, 4 row fragments per subgroup). Beside the grid, the FP8 builds run one key whose V
+row holds every finite bit pattern of the format, which must come out bit for bit
+(``test_fp8_loaders_read_every_finite_pattern_exactly``).
 """
 
 from __future__ import annotations
@@ -108,6 +110,15 @@ NON_DEFAULT_BUILDS = [
       P("decode", 576, "bf16", 5, 129, 8, 1, causal=True, batch=2, dv=512)]),
 ]
 BUILDS = DEFAULT_BUILDS + NON_DEFAULT_BUILDS
+# (build label, problem): the FP8 builds above (the same config: kv_len does not change it) on
+# one key holding every finite pattern (tests/_xmx_runner.py, "fp8_patterns"), both modes, both
+# formats, fp16 and bf16 Q; KV heads x Dv >= 256 slots.
+PATTERN_CASES = [
+    ("prefill-64-fp16-e4m3", P("prefill", 64, "fp16", 40, 1, 8, 4, kv="e4m3")),
+    ("prefill-128-bf16-e5m2", P("prefill", 128, "bf16", 17, 1, 4, 2, kv="e5m2")),
+    ("decode-128-bf16-e4m3", P("decode", 128, "bf16", 1, 1, 8, 2, kv="e4m3")),
+    ("decode-64-fp16-e5m2", P("decode", 64, "fp16", 5, 1, 32, 4, kv="e5m2")),
+]
 
 
 def _cases() -> list[tuple[str, int, dict]]:
@@ -119,6 +130,11 @@ def _cases() -> list[tuple[str, int, dict]]:
             cases.append((case_id, index % WORKERS, {
                 "family": f"sdpa_xmx_{problem.mode}", "problem": problem.to_dict(),
                 "params": params, "seed": len(cases)}))
+    labels = [label for label, _, _ in BUILDS]
+    for label, problem in PATTERN_CASES:  # on the worker that has their build
+        cases.append((f"patterns:{label}:{problem.key()}", labels.index(label) % WORKERS, {
+            "family": f"sdpa_xmx_{problem.mode}", "problem": problem.to_dict(), "params": None,
+            "inputs": "fp8_patterns"}))
     return cases
 
 
@@ -146,16 +162,25 @@ def grid_results() -> dict[str, dict]:
     return results
 
 
-@pytest.mark.parametrize("case_id", [c[0] for c in CASES])
+@pytest.mark.parametrize("case_id", [c[0] for c in CASES if "inputs" not in c[2]])
 def test_emulated_builtins_match_reference(grid_results, case_id):
     result = grid_results[case_id]
     assert result["error"] is None, (case_id, result)
     assert result["passed"], (case_id, result)
 
 
+@pytest.mark.parametrize("case_id", [c[0] for c in CASES if "inputs" in c[2]])
+def test_fp8_loaders_read_every_finite_pattern_exactly(grid_results, case_id):
+    # The FP8 loaders' bit conversions (kernels/sdpa_xmx_fp8.hpp, the same code Xe2 compiles),
+    # value by value: signs, subnormals, the largest values, e4m3's 2^-8 rebias.
+    result = grid_results[case_id]
+    assert result["error"] is None, (case_id, result)
+    assert result["passed"] and result["nonfinite"] == 0, (case_id, result)
+
+
 def test_grid_covers_what_it_claims():
     """The grid really holds the shapes the module docstring lists (a guard against edits)."""
-    problems = [ProblemSpec.from_dict(c[2]["problem"]) for c in CASES]
+    problems = [ProblemSpec.from_dict(c[2]["problem"]) for c in CASES if "inputs" not in c[2]]
     assert {p.head_dim for p in problems} == {64, 96, 128, 192, 256, 576}
     assert {(p.head_dim, p.head_dim_v) for p in problems if p.is_mla} == {(192, 128), (576, 512)}
     assert any(p.is_mla and p.heads_kv == 1 and p.heads_q == 16 for p in problems)
