@@ -12,10 +12,13 @@ A case: {"family": name, "problem": ProblemSpec.to_dict(), "params": {...} | nul
 "nonfinite", "max_abs", "rel_l2", "build_seconds", "error"} (error: the one-line reason when the
 case could not run).
 
-"fp8_patterns" (FP8 K/V, kv_len 1, heads_kv x Dv >= 256): V's one key holds every finite bit
-pattern of the FP8 format once, K and Q are ones and the scales 1, so every output row is V's
-row of its KV head: "passed" means equal bit for bit (every finite FP8 value is exact in fp16,
-bf16 and the fp32 between), which checks the loaders' conversion value by value.
+"fp8_patterns" (FP8 K/V, kv_len 2, heads_kv / 2 x Dv >= 256): KV head h's key h % 2 has K
+ones and the other key K at the format's most negative value, so with Q ones and unit scales
+the first key's softmax weight is exactly 1 and the other's exactly 0: every output row is the
+V row of its KV head's winning key, which holds finite bit patterns of the format (each pattern
+once among the even heads, once among the odd ones; the other key's V row is 0). "passed" means
+equal bit for bit: every finite FP8 value is exact in fp16, bf16 and the fp32 between, so this
+checks the loaders' conversion value by value, for the first and the second key of a pair.
 """
 
 from __future__ import annotations
@@ -76,27 +79,32 @@ def run_case(queue, caps, case: dict) -> dict:
 def fp8_pattern_inputs(problem: ProblemSpec) -> tuple[np.ndarray, ...]:
     """Q, K, V and unit scales of an "fp8_patterns" case (module docstring)."""
     fp8 = numpy_dtype(problem.kv_element_dtype)
-    bits = np.arange(256, dtype=np.uint8)
-    finite = bits[np.isfinite(bits.view(fp8).astype(np.float32))]
-    slots = problem.heads_kv * problem.head_dim_v
-    assert problem.kv_len == 1 and slots >= finite.size, problem
-    v = np.zeros(slots, dtype=np.uint8)
-    v[:finite.size] = finite
-    v = v.reshape(1, 1, problem.heads_kv, problem.head_dim_v).view(fp8)
-    k = np.ones((1, 1, problem.heads_kv, problem.head_dim), dtype=fp8)
+    values = np.arange(256, dtype=np.uint8).view(fp8).astype(np.float32)
+    finite = np.arange(256, dtype=np.uint8)[np.isfinite(values)]
+    heads, dv = problem.heads_kv, problem.head_dim_v
+    assert problem.kv_len == 2 and heads % 2 == 0 and heads // 2 * dv >= finite.size, problem
+    slots = np.zeros(heads // 2 * dv, dtype=np.uint8)
+    slots[:finite.size] = finite
+    v = np.zeros((1, 2, heads, dv), dtype=np.uint8)
+    k = np.full((1, 2, heads, problem.head_dim), np.nanmin(values[finite]), dtype=np.float32)
+    for h in range(heads):
+        v[0, h % 2, h] = slots[h // 2 * dv:(h // 2 + 1) * dv]
+        k[0, h % 2, h] = 1.0
     q = np.ones((1, problem.q_len, problem.heads_q, problem.head_dim),
                 dtype=numpy_dtype(problem.dtype))
-    return q, k, v, np.ones((2, problem.heads_kv), dtype=np.float32)
+    return q, k.astype(fp8), v.view(fp8), np.ones((2, heads), dtype=np.float32)
 
 
 def exact_rows(problem: ProblemSpec, output: np.ndarray, v: np.ndarray) -> dict:
-    """Whether every output row is its KV head's V row, bit for bit, and the largest error."""
-    rows = np.repeat(v.astype(np.float32), problem.group_size, axis=2)  # [1, 1, Hq, Dv]
+    """Whether every output row is its KV head's winning V row, bit for bit, and the largest
+    error."""
+    winning = np.stack([v[0, h % 2, h] for h in range(problem.heads_kv)]).astype(np.float32)
+    rows = np.repeat(winning, problem.group_size, axis=0)  # [Hq, Dv]
     got = output.astype(np.float32)
-    error = np.abs(got - np.broadcast_to(rows, got.shape))
-    return {"passed": bool(np.array_equal(got, np.broadcast_to(rows, got.shape))),
-            "nonfinite": int((~np.isfinite(got)).sum()), "max_abs": float(np.nanmax(error)),
-            "rel_l2": None}
+    expected = np.broadcast_to(rows, got.shape)
+    return {"passed": bool(np.array_equal(got, expected)),
+            "nonfinite": int((~np.isfinite(got)).sum()),
+            "max_abs": float(np.nanmax(np.abs(got - expected))), "rel_l2": None}
 
 
 def main() -> None:
