@@ -11,7 +11,7 @@ labelled with the GPU; the GPU is never run.
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.table import Table
@@ -24,15 +24,10 @@ from xe2tune.cli._problem_options import HeadDimOption, HeadDimVOption, KvDtypeO
 from xe2tune.cli._problem_text import head_words
 from xe2tune.cli._vocabulary import seed_vocabulary
 from xe2tune.errors import InvalidConfig, Xe2TuneError
-from xe2tune.kernels import (
-    LaunchPlan,
-    ModuleIsa,
-    SpirvCapture,
-    capture_spirv,
-    catalog_device,
-    define_flags,
-    describe_live_device,
-)
+from xe2tune.kernels import catalog_device
+
+if TYPE_CHECKING:
+    from xe2tune.kernels import LaunchPlan, ModuleIsa, SpirvCapture
 
 # A capture may build twice (the second time under the CPU runtime's slow vectorizer mode 0:
 # a prefill config took 130 s on 2 loaded cores).
@@ -52,6 +47,8 @@ def bench_spirv(plan: LaunchPlan, isa_plan: LaunchPlan | str | None,
     The bench has already built and measured the config, so a failed capture (a timeout, say)
     or a missing compiler is reported in the result, never costs it.
     """
+    from xe2tune.kernels import capture_spirv
+
     try:
         out: dict[str, Any] = {"spirv": capture_spirv(plan, timeout_s=CAPTURE_TIMEOUT_S).to_dict()}
     except Xe2TuneError as exc:
@@ -68,6 +65,8 @@ def _bench_isa(plan: LaunchPlan | str, isa_device: str) -> list[ModuleIsa] | str
     missing = compiler_missing()
     if missing:
         return missing
+    from xe2tune.kernels import capture_spirv
+
     try:
         capture = capture_spirv(plan, timeout_s=CAPTURE_TIMEOUT_S)
     except Xe2TuneError as exc:
@@ -156,11 +155,18 @@ def inspect(
 
         live = resolve_device(device)
         caps, where = device_caps(live), device or live.filter_string
+        from xe2tune.kernels import describe_live_device
+
         description = describe_live_device(caps.name)
     if isa and description is None:
         raise fail(f"--isa: {caps.name} is no catalog GPU; name one with --target (e.g. b580, "
                    "b570, 140v)")
-    from xe2tune.kernels import family_for, family_for_mode  # the families: NumPy loads
+    from xe2tune.kernels import (  # the families (NumPy) and the SPIR-V capture load here
+        capture_spirv,
+        define_flags,
+        family_for,
+        family_for_mode,
+    )
 
     launcher = parse_config(config, family or family_for_mode(problem.mode).name) \
         if config else None

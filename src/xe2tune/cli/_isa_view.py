@@ -8,19 +8,17 @@ per-kernel reports become one table.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from xe2tune.cli._app import console
 from xe2tune.cli._table import Column, print_table
-from xe2tune.kernels import (
-    IsaJob,
-    KernelIsa,
-    ModuleIsa,
-    SpirvCapture,
-    Verdict,
-    catalog_device,
-    compile_isa_all,
-    locate_xe2_compiler,
-)
+from xe2tune.kernels import catalog_device
+
+if TYPE_CHECKING:
+    from xe2tune.kernels import KernelIsa, ModuleIsa, SpirvCapture
+
+# The ISA tooling (ocloc's runner, zebin reader, counts) loads when an ISA is asked for: every
+# command imports this module at start (its 40 ms were a third of `xe2tune --help`).
 
 ISA_COLUMNS = (
     Column("kernel"), Column("verdict"), Column("SIMD", right=True),
@@ -51,6 +49,8 @@ def ocloc_device(target: str) -> str:
 
 def compiler_missing() -> str | None:
     """Why the Xe2 compiler cannot be used (one line naming how to get it), or None."""
+    from xe2tune.kernels import locate_xe2_compiler
+
     return locate_xe2_compiler().reason
 
 
@@ -60,6 +60,8 @@ def capture_isa(capture: SpirvCapture, device: str) -> list[ModuleIsa]:
     Raises:
         Xe2CompilerMissing: if the compiler is not installed (check :func:`compiler_missing`).
     """
+    from xe2tune.kernels import IsaJob, compile_isa_all
+
     return compile_isa_all([IsaJob(image, module, device) for image, module
                             in zip(capture.images, capture.modules, strict=True)])
 
@@ -86,6 +88,8 @@ def _row(k: KernelIsa) -> list[str]:
 
 def print_isa(modules: Sequence[ModuleIsa], title: str) -> None:
     """One row per kernel of every module; a failure's reason on the line below its row."""
+    from xe2tune.kernels import Verdict
+
     kernels = [k for m in modules for k in m.kernels]
     details = [k.message if k.verdict is not Verdict.COMPILED or k.counts is None else None
                for k in kernels]
