@@ -71,14 +71,22 @@ struct Fp8Loads {
     }
   }
 
+  // B from 16 loaded elements per lane, four per dword (K: 16 head dims, V: 16 keys): pair p
+  // is half p % 2 of dword p / 2.
+  template <class Dwords>
+  static void convert(B &b, const Dwords &dwords) {
+#pragma unroll
+    for (int p = 0; p < 8; ++p)
+      b[p] = pair(half_of(static_cast<std::uint32_t>(dwords[p / 2]), p % 2));
+  }
+
   // B[k][n] = K[key0 + n][d0 + k].
   static void load_kt(sycl::sub_group sg, B &b, const Rows<KV> &k, int key0, int d0) {
     // A key past kv_len reads the last row: its scores are masked whatever they are.
     const int key = sycl::min(key0 + static_cast<int>(sg.get_local_linear_id()), k.rows - 1);
     const auto row = *reinterpret_cast<const sycl::vec<std::uint32_t, 4> *>(
         k.base + static_cast<size_t>(key) * k.stride + d0);
-#pragma unroll
-    for (int p = 0; p < 8; ++p) b[p] = pair(half_of(row[p / 2], p % 2));
+    convert(b, row);
   }
 
   // The rows as a surface of bytes whose base is 64-byte aligned, as the 2D block messages need
@@ -92,15 +100,11 @@ struct Fp8Loads {
     return shift;
   }
 
-  // B[k][n] = V[key0 + k][c0 + n]: dword p of the 8-bit load holds keys 4p .. 4p + 3, so
-  // B's pair p (keys 2p, 2p + 1) is half p % 2 of dword p / 2.
+  // B[k][n] = V[key0 + k][c0 + n]: dword p of the 8-bit load holds keys 4p .. 4p + 3.
   static void load_v(sycl::sub_group sg, B &b, const Rows<KV> &v, int key0, int c0) {
     xe::Surface s;
     const int shift = aligned_surface(v, s);
-    const xe::Pair8 keys = Ops::Builtins::load_vnni8(sg, s, shift + c0, key0);
-#pragma unroll
-    for (int p = 0; p < 8; ++p)
-      b[p] = pair(half_of(static_cast<std::uint32_t>(keys[p / 2]), p % 2));
+    convert(b, Ops::Builtins::load_vnni8(sg, s, shift + c0, key0));
   }
 };
 

@@ -79,8 +79,9 @@ def run_case(queue, caps, case: dict) -> dict:
 def fp8_pattern_inputs(problem: ProblemSpec) -> tuple[np.ndarray, ...]:
     """Q, K, V and unit scales of an "fp8_patterns" case (module docstring)."""
     fp8 = numpy_dtype(problem.kv_element_dtype)
-    values = np.arange(256, dtype=np.uint8).view(fp8).astype(np.float32)
-    finite = np.arange(256, dtype=np.uint8)[np.isfinite(values)]
+    bits = np.arange(256, dtype=np.uint8)
+    values = bits.view(fp8).astype(np.float32)
+    finite = bits[np.isfinite(values)]
     heads, dv = problem.heads_kv, problem.head_dim_v
     assert problem.kv_len == 2 and heads % 2 == 0 and heads // 2 * dv >= finite.size, problem
     slots = np.zeros(heads // 2 * dv, dtype=np.uint8)
