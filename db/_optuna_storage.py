@@ -15,6 +15,8 @@ from typing import TYPE_CHECKING
 
 from sqlalchemy.exc import IntegrityError, OperationalError, ProgrammingError
 
+from xe2tune.db._engine import serialize_transactions
+
 if TYPE_CHECKING:  # optuna loads with the first storage: the read side rarely needs it
     import optuna
 
@@ -24,15 +26,23 @@ ATTEMPTS = 8
 
 
 def open_optuna_storage(store: ResultStore) -> optuna.storages.RDBStorage:
-    """optuna's ``RDBStorage`` on ``store``'s database, its tables created if they are missing.
+    """optuna's ``RDBStorage`` on ``store``'s database, its tables created if they are missing
+    and, on SQLite, each of its transactions holding the write lock from its start
+    (:func:`~xe2tune.db._engine.serialize_transactions`: else two owners asking at once can
+    pop the same WAITING trial).
 
     Raises:
         StoreError: an in-memory database (see ``ResultStore.optuna_storage_url``).
         sqlalchemy.exc.SQLAlchemyError: the database refused ``ATTEMPTS`` times.
     """
+    storage = _create(store.optuna_storage_url(), store.optuna_engine_kwargs())
+    serialize_transactions(storage.engine)
+    return storage
+
+
+def _create(url: str, engine_kwargs: dict[str, object]) -> optuna.storages.RDBStorage:
     import optuna
 
-    url, engine_kwargs = store.optuna_storage_url(), store.optuna_engine_kwargs()
     for attempt in range(ATTEMPTS - 1):
         try:
             return optuna.storages.RDBStorage(url, engine_kwargs=engine_kwargs)

@@ -48,7 +48,13 @@ import pytest
 from optuna.study import StudyDirection
 from optuna.trial import TrialState
 
-from xe2tune.db import CAMPAIGN_STUDY, CampaignStore, SqlCoordination, open_store
+from xe2tune.db import (
+    CAMPAIGN_STUDY,
+    CampaignStore,
+    SqlCoordination,
+    open_optuna_storage,
+    open_store,
+)
 from xe2tune.errors import TrialAbandoned
 from xe2tune.harness import MeasureRequest, TrialResult
 from xe2tune.kernels import LauncherConfig, get_family
@@ -116,7 +122,10 @@ class World:
             finally:
                 store.close()
         assert budget is not None, "a storage study's budget is its WAITING trials"
-        storage = optuna.storages.RDBStorage(url)
+        # The results database a worker's gRPC proxy serves, its schema made here once (the
+        # owners open it at head).
+        store = open_store(url)
+        storage = open_optuna_storage(store)
         try:
             study_id = storage.create_new_study([StudyDirection.MINIMIZE], name)
             study = optuna.load_study(study_name=name, storage=storage)
@@ -129,6 +138,7 @@ class World:
         finally:
             storage.remove_session()
             storage.engine.dispose()
+            store.close()
 
     def trials(self) -> list[optuna.trial.FrozenTrial]:
         storage = optuna.storages.RDBStorage(self.url)
@@ -156,8 +166,7 @@ class World:
                 coordination = SqlCoordination(store)
                 lease = stack.enter_context(SearchLease(coordination, ttl_s=ttl_s,
                                                         heartbeat_s=heartbeat_s))
-                storage = optuna.storages.RDBStorage(
-                    store.optuna_storage_url(), engine_kwargs=store.optuna_engine_kwargs())
+                storage = open_optuna_storage(store)  # as a search opens it
                 stack.callback(storage.engine.dispose)
                 study = optuna.load_study(study_name=self.study_name, storage=storage,
                                           sampler=sampler)
@@ -169,7 +178,10 @@ class World:
                     sql.count_budget(SlotGate(coordination, campaign, self.link, lease.owner))
                 yield sql
                 return
-            storage = optuna.storages.RDBStorage(self.url)
+            # Opened as the server behind a worker's gRPC proxy opens it (api/_grpc_proxy.py).
+            store = open_store(self.url)
+            stack.callback(store.close)
+            storage = open_optuna_storage(store)
             stack.callback(storage.engine.dispose)
             study = optuna.load_study(study_name=self.study_name, storage=storage,
                                       sampler=sampler)
@@ -179,7 +191,7 @@ class World:
                                   stale_after_s=stale_after_s)
             coordinator = StorageTrialCoordinator(
                 study=study, storage=storage,
-                make_storage=lambda: optuna.storages.RDBStorage(self.url), owner=owner,
+                make_storage=lambda: open_optuna_storage(store), owner=owner,
                 space=SPACE, config_of=config_of,
                 patience=study.user_attrs.get("patience"), stale_after_s=stale_after_s,
                 report=report, heartbeat_s=heartbeat_s)
@@ -409,11 +421,6 @@ class TrialCoordinatorContract:
     # -- races ------------------------------------------------------------------------------
 
     def test_owners_racing_for_one_trial_get_it_once(self, url: str, kind: str) -> None:
-        if kind == "storage" and url.startswith("sqlite"):
-            # optuna's RDBStorage switches WAITING -> RUNNING under SELECT ... FOR UPDATE,
-            # which SQLite ignores (and pysqlite reads outside the write transaction): two
-            # owners racing for one trial through a proxy of a SQLite file can both get it.
-            pytest.skip("the storage coordinator's pop is atomic on PostgreSQL only")
         world = World.create(kind, url, budget=1)
         start = threading.Barrier(RACERS)
         answers: list[AskedTrial | None] = []
