@@ -168,6 +168,10 @@ def require_head(engine: Engine) -> None:
     )
 
 
+# The key of the PostgreSQL advisory lock migrations take ("xe2t"); such locks are per database.
+_MIGRATION_LOCK = 0x78653274
+
+
 @contextmanager
 def _migration_transaction(engine: Engine) -> Iterator[Connection]:
     """A write transaction with SQLite's foreign keys off, checked before commit.
@@ -184,6 +188,11 @@ def _migration_transaction(engine: Engine) -> Iterator[Connection]:
             raw.execute("PRAGMA foreign_keys = OFF")
         try:
             with connection.begin():
+                if engine.dialect.name == "postgresql":
+                    # Openers of a fresh database migrate one after another, as SQLite's write
+                    # lock makes them: unlocked, 2-3 of 4 processes opening one at once failed
+                    # (duplicate key in pg_type). The winner's version is read under the lock.
+                    connection.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_MIGRATION_LOCK})")
                 yield connection
                 broken = (connection.exec_driver_sql("PRAGMA foreign_key_check").fetchall()
                           if sqlite else [])
@@ -198,8 +207,9 @@ def _migration_transaction(engine: Engine) -> Iterator[Connection]:
 def upgrade_engine(engine: Engine, revision: str = "head") -> None:
     """Upgrade the xe2t_* schema to ``revision`` in one write transaction.
 
-    Cheap when the database is already at head (one read), so every open may call it; on SQLite
-    the write lock is taken before the version is read again, so concurrent openers queue.
+    Cheap when the database is already at head (one read), so every open may call it; the write
+    lock (SQLite) or an advisory lock (PostgreSQL) is taken before the version is read again, so
+    concurrent openers queue.
 
     Raises:
         StoreError: the database is newer than this xe2tune, or the migration failed.

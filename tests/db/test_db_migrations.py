@@ -6,6 +6,9 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import optuna
@@ -163,3 +166,28 @@ def test_the_revision_read_without_alembic_is_alembics(db_path: Path) -> None:
     finally:
         engine.dispose()
 
+
+
+_OPEN_AT = """
+import sys, time
+from xe2tune.db import open_store
+time.sleep(max(0.0, float(sys.argv[2]) - time.time()))  # every opener released at one moment
+open_store(sys.argv[1]).close()
+"""
+
+
+def test_processes_opening_a_fresh_database_at_once_all_get_it(backend_url: str) -> None:
+    """Two searches or workers started together on a new database both migrate it; on
+    PostgreSQL 2-3 of 4 such processes failed (duplicate key in pg_type) before migrations
+    took an advisory lock; SQLite's write lock already queued them."""
+    release = time.time() + 3.0  # after the children's imports
+    openers = [subprocess.Popen([sys.executable, "-c", _OPEN_AT, backend_url, str(release)],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+               for _ in range(4)]
+    outcomes = [(p.wait(timeout=120), p.stderr.read()) for p in openers]
+    assert all(code == 0 for code, _ in outcomes), outcomes
+    store = open_store(backend_url)
+    try:
+        assert store.best_per_problem() == []
+    finally:
+        store.close()
