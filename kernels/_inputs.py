@@ -9,21 +9,36 @@ import numpy as np
 from xe2tune.errors import InvalidProblem
 from xe2tune.kernels._problem import DTYPES, KV_DTYPES, ProblemSpec
 
+# The storage dtypes numpy has itself; the others are ml_dtypes' (below).
+_NUMPY_OWN = {"fp16": np.dtype(np.float16), "fp32": np.dtype(np.float32)}
+
 
 @cache
-def _numpy_dtypes() -> dict[str, np.dtype]:
+def _ml_dtypes() -> dict[str, np.dtype]:
     # bf16 host data is ml_dtypes.bfloat16: the same 2-byte bits as sycl::ext::oneapi::bfloat16.
-    # Imported on first use: it takes about a second, which readers of results never need.
+    # Imported only for these dtypes: its extension's start-up takes 0.55 CPU seconds (`python
+    # -X importtime -c "import numpy, ml_dtypes"`, AMD EPYC Zen 4), which every device process
+    # of an fp16 or fp32 search paid, and readers of results never need.
     import ml_dtypes
 
-    return {"fp16": np.dtype(np.float16), "bf16": np.dtype(ml_dtypes.bfloat16),
-            "fp32": np.dtype(np.float32), "e4m3": np.dtype(ml_dtypes.float8_e4m3fn),
+    return {"bf16": np.dtype(ml_dtypes.bfloat16), "e4m3": np.dtype(ml_dtypes.float8_e4m3fn),
             "e5m2": np.dtype(ml_dtypes.float8_e5m2)}
 
 
 def numpy_dtype(dtype: str) -> np.dtype:
     """The numpy dtype holding a storage dtype ("fp16", "bf16", "fp32", "e4m3", "e5m2")."""
-    return _numpy_dtypes()[dtype]
+    own = _NUMPY_OWN.get(dtype)
+    return own if own is not None else _ml_dtypes()[dtype]
+
+
+def _storage_name(dtype: np.dtype, names: tuple[str, ...]) -> str | None:
+    """Which of ``names`` (storage dtypes) ``dtype`` holds, if any."""
+    dtype = np.dtype(dtype)
+    for name, candidate in _NUMPY_OWN.items():
+        if dtype == candidate:
+            return name if name in names else None
+    return next((name for name, candidate in _ml_dtypes().items()
+                 if dtype == candidate and name in names), None)
 
 
 def dtype_name(dtype: np.dtype) -> str:
@@ -32,21 +47,18 @@ def dtype_name(dtype: np.dtype) -> str:
     Raises:
         InvalidProblem: for any other numpy dtype (the message lists the accepted ones).
     """
-    for name, candidate in _numpy_dtypes().items():
-        if np.dtype(dtype) == candidate and name in DTYPES:
-            return name
-    raise InvalidProblem(
-        f"dtype {np.dtype(dtype)} is not supported; accepted: float16, bfloat16 "
-        f"(ml_dtypes), float32 ({', '.join(DTYPES)})"
-    )
+    name = _storage_name(dtype, DTYPES)
+    if name is None:
+        raise InvalidProblem(
+            f"dtype {np.dtype(dtype)} is not supported; accepted: float16, bfloat16 "
+            f"(ml_dtypes), float32 ({', '.join(DTYPES)})"
+        )
+    return name
 
 
 def kv_dtype_name(dtype: np.dtype) -> str | None:
     """The FP8 K/V dtype name ("e4m3", "e5m2") of a numpy dtype, None for any other."""
-    for name in KV_DTYPES:
-        if np.dtype(dtype) == numpy_dtype(name):
-            return name
-    return None
+    return _storage_name(dtype, KV_DTYPES)
 
 
 def make_inputs(problem: ProblemSpec, seed: int = 0) -> tuple[np.ndarray, ...]:
