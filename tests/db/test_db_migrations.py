@@ -167,7 +167,6 @@ def test_the_revision_read_without_alembic_is_alembics(db_path: Path) -> None:
         engine.dispose()
 
 
-
 _OPEN_AT = """
 import sys, time
 from xe2tune.db import open_store

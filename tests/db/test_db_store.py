@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import optuna
@@ -48,24 +49,33 @@ def test_file_is_in_wal_mode_and_readers_do_not_wait_for_a_writer(db_url: str,
     raw.close()
 
 
-def test_writers_queue_on_the_lock_instead_of_failing(db_url: str) -> None:
-    stores = [open_store(db_url) for _ in range(3)]
+def _errors_in_threads(work: Callable[[int], None], count: int) -> list[BaseException]:
+    """Run ``work(0)`` .. ``work(count - 1)``, each on a thread of its own; what they raised."""
     errors: list[BaseException] = []
 
-    def work(store: ResultStore, offset: int) -> None:
+    def run(index: int) -> None:
         try:
-            for seq in range(offset, offset + 10):
-                tune(store, prefill(seq), [ok_result(launcher_config(), 1e-3)])
-        except BaseException as exc:  # noqa: BLE001  (reported below)
+            work(index)
+        except BaseException as exc:  # noqa: BLE001  (every failure is the finding)
             errors.append(exc)
 
-    threads = [threading.Thread(target=work, args=(s, 100 * (i + 1)))
-               for i, s in enumerate(stores)]
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(count)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
-    assert errors == []
+    return errors
+
+
+def test_writers_queue_on_the_lock_instead_of_failing(db_url: str) -> None:
+    stores = [open_store(db_url) for _ in range(3)]
+
+    def work(index: int) -> None:
+        offset = 100 * (index + 1)
+        for seq in range(offset, offset + 10):
+            tune(stores[index], prefill(seq), [ok_result(launcher_config(), 1e-3)])
+
+    assert _errors_in_threads(work, len(stores)) == []
     assert len(stores[0].best_per_problem()) == 30
 
 
@@ -82,24 +92,16 @@ def test_optuna_shares_the_database_and_survives_reopening(db_url: str) -> None:
     assert len(reopened.best_per_problem()) == 1
 
 
-def _open_optuna_at_once(store: ResultStore, openers: int) -> list[Exception]:
+def _open_optuna_at_once(store: ResultStore, openers: int) -> list[BaseException]:
     """What ``openers`` threads released together get wrong opening optuna and creating a
     study each."""
-    start, errors = threading.Barrier(openers), []
+    start = threading.Barrier(openers)
 
     def open_and_use(index: int) -> None:
         start.wait()
-        try:
-            optuna.create_study(storage=open_optuna_storage(store), study_name=f"s{index}")
-        except Exception as exc:  # noqa: BLE001  (every failure is the finding)
-            errors.append(exc)
+        optuna.create_study(storage=open_optuna_storage(store), study_name=f"s{index}")
 
-    threads = [threading.Thread(target=open_and_use, args=(i,)) for i in range(openers)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    return errors
+    return _errors_in_threads(open_and_use, openers)
 
 
 def test_openers_of_optuna_on_a_fresh_database_at_once_all_get_it(backend_url: str,
@@ -131,23 +133,15 @@ def test_owners_asking_at_once_never_pop_the_same_waiting_trial(backend_url: str
             study.enqueue_trial({"x": x})
         askers, start = 4, threading.Barrier(4)
         popped: list[list[int]] = [[] for _ in range(askers)]
-        errors: list[BaseException] = []
 
         def ask(index: int) -> None:
             mine = optuna.load_study(study_name="queue", storage=open_optuna_storage(store))
             start.wait()
-            try:
-                for _ in range(5):
-                    trial = mine.ask({"x": optuna.distributions.IntDistribution(0, 99)})
-                    popped[index].append(trial.number)
-            except Exception as exc:  # noqa: BLE001  (every failure is the finding)
-                errors.append(exc)
+            for _ in range(5):
+                trial = mine.ask({"x": optuna.distributions.IntDistribution(0, 99)})
+                popped[index].append(trial.number)
 
-        threads = [threading.Thread(target=ask, args=(i,)) for i in range(askers)]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
+        errors = _errors_in_threads(ask, askers)
     finally:
         store.close()
     numbers = [n for mine in popped for n in mine]
