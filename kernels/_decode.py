@@ -27,8 +27,9 @@ from xe2tune.kernels._sdpa_family import SdpaFamilyBase, kv_scale_args
 # 1024 / 16384 / 16384 causal 0.78 / 0.74 / 0.77, bf16 kv 4096 0.78, fp32 kv 4096 1.00 (`python
 # benchmarks/kernel_defaults.py decode [--dtype T] --seq S [--causal] --iters 5 --rounds 8
 # --params '{"prefetch_shares": false}' '{}'`, 2026-12-05); with AVX-512 fp16 5-11 % slower on a
-# Zen 5 EPYC and a Xeon, 0.92 of the time on a Zen 4 EPYC (kv 16384; README): off there until
-# more machines agree. The default keeps it only where the space allows it (``default_config``).
+# Zen 5 EPYC and a Xeon, 0.92 of the time on a Zen 4 EPYC (kv 16384; docs/fp8-decode.md): off
+# there until more machines agree. The default keeps it only where the space allows it
+# (``default_config``).
 DEFAULT_PARAMS: tuple[dict[str, Any], ...] = (
     {"bq": 4, "bk": 16, "bd": 32, "bv": 16, "stages": 1, "subgroup_size": 8,
      "rows_per_item": 4, "kv_stage": False, "kv_chunk": 1024, "kv_heads_per_group": 8,

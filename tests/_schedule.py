@@ -9,7 +9,7 @@ modules by those seconds, longest first. A fresh clone has no cache: it starts f
 with ``cp .pytest_cache/v/xe2tune/module-seconds tests/module_seconds.json``). Ordered by
 ``slow`` marks instead, a fresh clone started the coordination module (90 s of stale-owner
 waits, no slow test) last: 7 min 15 s against 6 min 19 s in the recorded order (2-vCPU Xeon,
-no pytest cache, README "Run the tests"). A module neither knows goes by its ``slow`` tests:
+no pytest cache, docs/first-contact.md). A module neither knows goes by its ``slow`` tests:
 modules with more of them first, the others after every measured module, in collection order.
 A module's own tests keep their order.
 """

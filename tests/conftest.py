@@ -88,7 +88,7 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     # spent waiting (stale-owner timeouts, build and run limits, servers and a browser
     # starting), which the extra worker fills. On a 2-vCPU Zen 4 EPYC, warm caches: 7 min 46-53 s
     # with two workers, 6 min 58 s with three and the CLI's lighter start; on a 2-vCPU Xeon 6 min
-    # 29 s with four against 6 min 11 s with three (README, "Run the tests").
+    # 29 s with four against 6 min 11 s with three (docs/first-contact.md, the test suite).
     return len(os.sched_getaffinity(0)) + 1
 
 
