@@ -150,7 +150,7 @@ def use_wal(engine: Engine) -> None:
         return
     # Two openers switching a new file at once each hold the read lock the other's switch
     # waits to lose; SQLite breaks that deadlock by failing one of them at once, without its
-    # busy handler (four threads switching one new file, 200 files: 2 of 800 switches failed).
+    # busy handler (four threads switching one new file, 200 files: 2-8 of 800 switches failed).
     # The one that failed has let its read lock go, so it tries again until the busy timeout.
     deadline = time.monotonic() + BUSY_TIMEOUT_S
     while True:
