@@ -1,15 +1,18 @@
 """FP8 K/V against fp16 K/V, and latent (MLA) decode against torch's CPU SDPA, side by side.
 
 Usage:
-  python benchmarks/kv_variants.py fp8 [--seq 16384] [--iters 5] [--rounds 6] [--base REV]
+  python benchmarks/kv_variants.py fp8 [--seq 16384] [--gqa 32/8 8/8] [--iters 5] [--rounds 6]
+                                      [--base REV]
   python benchmarks/kv_variants.py mla [--seq 4096] [--heads 16 128] [--iters 5] [--rounds 6]
 
-``fp8``: decode hd 128, 32 query / 8 KV heads, q_len 1, kv_len --seq, Q/O fp16: K/V in fp16,
-e4m3 and e5m2 (per-KV-head scales), each with its family default, every output checked against
-the float64 reference, timed by device profiling on rotated buffer sets (last-level cache
-busted) in alternating rounds; prints each one's median time and, per round, its time over the
-fp16 K/V time of the same round. ``--base REV`` adds fp16 and e4m3 K/V built from the kernel sources
-of git revision REV (same configs), to see what a kernel change did in the same run.
+``fp8``: decode hd 128, q_len 1, kv_len --seq, Q/O fp16, for each --gqa pair of query / KV heads
+(default 32/8: 4 query rows per KV head; 8/8 reads the same bytes with one row per KV head): K/V
+in fp16, e4m3 and e5m2 (per-KV-head scales), each with its family default, every output checked
+against the float64 reference, timed by device profiling on rotated buffer sets (last-level
+cache busted), all in the same alternating rounds; prints each one's median time and, per
+round, its time over the fp16 K/V time of its heads in the same round. ``--base REV`` adds fp16
+and e4m3 K/V built from the kernel sources of git revision REV (same configs), to see what a
+kernel change did in the same run.
 ``mla``: absorbed MLA decode D 576 / Dv 512, one latent K/V head, --heads query heads, bf16:
 ours (family default, device profiling as above) against torch.nn.functional.
 scaled_dot_product_attention on CPU tensors of the same values (K/V expanded over the heads by
@@ -82,29 +85,47 @@ def prepare(queue, caps, label: str, problem: ProblemSpec, inputs: tuple,
 
 
 def run_fp8(queue, caps, args) -> None:
-    base = ProblemSpec("decode", 128, "fp16", 1, args.seq, heads_q=32, heads_kv=8)
-    timed = [prepare(queue, caps, label, problem, make_inputs(problem, seed=1))
-             for label, problem in (("fp16 K/V", base),
-                                    ("e4m3 K/V", dataclasses.replace(base, kv_dtype="e4m3")),
-                                    ("e5m2 K/V", dataclasses.replace(base, kv_dtype="e5m2")))]
-    if args.base:
-        timed += [prepare(queue, caps, f"{t.label} at {args.base}", t.problem,
-                          make_inputs(t.problem, seed=1), args.base_sources)
-                  for t in timed[:2]]
-    ratios: dict[str, list[float]] = {t.label: [] for t in timed}
+    timed: list[tuple[Timed, Timed]] = []  # (each K/V type's, the fp16 K/V one of its heads)
+    for heads_q, heads_kv in args.gqa:
+        base = ProblemSpec("decode", 128, "fp16", 1, args.seq, heads_q=heads_q, heads_kv=heads_kv)
+        heads = f"{heads_q}/{heads_kv} heads"
+        fp16, *fp8 = [prepare(queue, caps, f"{heads} {kv} K/V", problem,
+                              make_inputs(problem, seed=1))
+                      for kv, problem in (("fp16", base),
+                                          ("e4m3", dataclasses.replace(base, kv_dtype="e4m3")),
+                                          ("e5m2", dataclasses.replace(base, kv_dtype="e5m2")))]
+        if args.base:
+            fp8 += [prepare(queue, caps, f"{t.label} at {args.base}", t.problem,
+                            make_inputs(t.problem, seed=1), args.base_sources)
+                    for t in (fp16, fp8[0])]
+        timed += [(t, fp16) for t in (fp16, *fp8)]
+    ratios: dict[str, list[float]] = {t.label: [] for t, _ in timed}
     for _ in range(args.rounds):
-        medians = [t.time(args.iters) for t in timed]
-        for t, m in zip(timed, medians, strict=True):
-            ratios[t.label].append(m / medians[0])
-    print(f"decode hd128 32/8 heads q_len 1 kv {args.seq}, {args.rounds} alternating rounds "
+        medians = {t.label: t.time(args.iters) for t, _ in timed}
+        for t, fp16 in timed:
+            ratios[t.label].append(medians[t.label] / medians[fp16.label])
+    print(f"decode hd128 q_len 1 kv {args.seq}, {args.rounds} alternating rounds "
           f"x {args.iters} launches", flush=True)
-    for t in timed:
+    for t, fp16 in timed:
         seconds = statistics.median(t.times)
         gbs = sdpa_work(t.problem).bytes / seconds / 1e9
         rounds = " ".join(f"{r:.2f}" for r in ratios[t.label])
         print(f"  {t.label}: {seconds * 1e3:7.3f} ms  {gbs:6.1f} GB/s  correct={t.passed}  "
-              f"time / fp16 K/V: median {statistics.median(ratios[t.label]):.2f} "
+              f"time / {fp16.label}: median {statistics.median(ratios[t.label]):.2f} "
               f"(rounds {rounds})", flush=True)
+
+
+def heads_pair(text: str) -> tuple[int, int]:
+    """``Q/KV`` query and KV heads, Q a multiple of KV (argparse type)."""
+    try:
+        heads_q, heads_kv = (int(part) for part in text.split("/"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not query/KV heads such as 32/8") from None
+    if heads_kv < 1 or heads_q < 1 or heads_q % heads_kv:
+        raise argparse.ArgumentTypeError(
+            f"{text}: query heads must be a positive multiple of the KV heads")
+    return heads_q, heads_kv
 
 
 def torch_seconds(q, k, v, iters: int) -> tuple[float, np.ndarray]:
@@ -150,6 +171,8 @@ def main() -> None:
     parser.add_argument("--seq", type=int, help="kv length (fp8: 16384, mla: 4096)")
     parser.add_argument("--heads", type=int, nargs="*", default=[16, 128],
                         help="query heads of the MLA decode problems")
+    parser.add_argument("--gqa", type=heads_pair, nargs="+", default=[(32, 8)],
+                        help="query/KV heads of the FP8 decode problems (default 32/8)")
     parser.add_argument("--iters", type=int, default=5, help="timed launches per round")
     parser.add_argument("--rounds", type=int, default=6, help="alternating rounds")
     parser.add_argument("--base", help="fp8: also time fp16 K/V built from this git revision")
