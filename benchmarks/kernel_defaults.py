@@ -2,11 +2,12 @@
 
 Usage: python benchmarks/kernel_defaults.py [prefill|decode] [--device F] [--iters N]
        [--rounds R] [--dtype fp16|bf16|fp32] [--kv-dtype e4m3|e5m2] [--seq S] [--causal]
-       [--params JSON ...] [--base REV]
+       [--heads Q/KV] [--params JSON ...] [--base REV]
 
 Prefill: head dim 128, fp16, seq 1024, 8 heads, non-causal (GFLOP/s). Decode: head dim 128, fp16,
 32 query / 8 KV heads, kv 4096, q_len 1 (GB/s of Q, K, V read + O written); --dtype and --seq
-change the dtype and the (kv) sequence length, --kv-dtype stores K/V in FP8, --causal masks.
+change the dtype and the (kv) sequence length, --heads the query / KV heads, --kv-dtype stores
+K/V in FP8, --causal masks.
 Each config is built and verified against the reference first; then the configs are timed in
 --rounds alternating rounds of --iters launches each (device event profiling), so that a slow
 minute on a shared machine hits every config, not one; each launch takes the next of buffer sets
@@ -25,7 +26,8 @@ import statistics
 from dataclasses import dataclass, field
 
 import numpy as np
-from _revision import kernel_sources  # benchmarks/, the script's own dir
+from _args import heads_pair  # benchmarks/, the script's own dir
+from _revision import kernel_sources
 
 from xe2tune.errors import InvalidConfig, InvalidProblem
 from xe2tune.harness import (
@@ -118,6 +120,7 @@ def main() -> None:
     parser.add_argument("--kv-dtype", choices=KV_DTYPES, help="K/V in this FP8 format")
     parser.add_argument("--seq", type=int, help="sequence length (kv length for decode)")
     parser.add_argument("--causal", action="store_true", help="bottom-right causal mask")
+    parser.add_argument("--heads", type=heads_pair, help="query/KV heads, such as 32/32")
     parser.add_argument("--params", nargs="*", default=["{}"],
                         help="JSON objects of parameters overriding the default config")
     parser.add_argument("--base", help="also time each config built from this git revision's "
@@ -133,6 +136,8 @@ def main() -> None:
         problem = dataclasses.replace(problem, q_len=q_len, kv_len=args.seq)
     if args.causal:
         problem = dataclasses.replace(problem, causal=True)
+    if args.heads:
+        problem = dataclasses.replace(problem, heads_q=args.heads[0], heads_kv=args.heads[1])
     if args.kv_dtype:
         problem = dataclasses.replace(problem, kv_dtype=args.kv_dtype)
     inputs = make_inputs(problem)

@@ -29,7 +29,8 @@ import subprocess
 import time
 
 import numpy as np
-from _revision import kernel_sources  # benchmarks/, the script's own dir
+from _args import heads_pair  # benchmarks/, the script's own dir
+from _revision import kernel_sources
 
 from xe2tune.harness import (  # first: sets the SYCL runtime env before dpctl loads
     BufferRotation,
@@ -113,19 +114,6 @@ def run_fp8(queue, caps, args) -> None:
         print(f"  {t.label}: {seconds * 1e3:7.3f} ms  {gbs:6.1f} GB/s  correct={t.passed}  "
               f"time / {fp16.label}: median {statistics.median(ratios[t.label]):.2f} "
               f"(rounds {rounds})", flush=True)
-
-
-def heads_pair(text: str) -> tuple[int, int]:
-    """``Q/KV`` query and KV heads, Q a multiple of KV (argparse type)."""
-    try:
-        heads_q, heads_kv = (int(part) for part in text.split("/"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not query/KV heads such as 32/8") from None
-    if heads_kv < 1 or heads_q < 1 or heads_q % heads_kv:
-        raise argparse.ArgumentTypeError(
-            f"{text}: query heads must be a positive multiple of the KV heads")
-    return heads_q, heads_kv
 
 
 def torch_seconds(q, k, v, iters: int) -> tuple[float, np.ndarray]:

@@ -19,9 +19,15 @@ from xe2tune.kernels._sdpa_family import SdpaFamilyBase, kv_scale_args
 # kv 4096 and 16384 for fp16, bf16, e4m3 and e5m2 K/V, faster in 7 of the 8 (`... decode [--dtype
 # bf16] [--kv-dtype e4m3] --seq S --iters 5 --rounds 12 --params '{}' '{"bk": 32}'`, 2026-12-05).
 # ``bq`` and ``rows_per_item`` are then fitted to the problem's rows (q_len x GQA group) so a
-# single query row does not compute padding rows, ``kv_heads_per_group`` to the largest of 8, 4, 2,
-# 1 dividing heads_kv, and ``kv_chunk`` shrunk (down to 128) until phase 1 has at least
-# MIN_SPLIT_GROUPS work-groups. Later entries are fallbacks.
+# single query row does not compute padding rows, ``kv_heads_per_group`` to the largest power of
+# two up to the entry's (8; 16 with WIDE_TILES) dividing heads_kv, and ``kv_chunk`` shrunk (down
+# to 128) until phase 1 has at least MIN_SPLIT_GROUPS work-groups. Later entries are fallbacks.
+# 16 KV heads per work-group rather than 8 where heads_kv allows, so far with 16 lanes only
+# (unmeasured with 8): on a Zen 4 EPYC, 0.75-0.89 of the time at 32/32, 16/16,
+# 64/16 and 32/16 heads, kv 4096 and 16384, fp16, bf16 and e4m3 K/V (kv 1024: 0.71-1.02), each
+# key's read of a work-group twice as long (`python benchmarks/kernel_defaults.py decode --heads
+# 32/32 [--dtype bf16] [--kv-dtype e4m3] --seq S --iters 5 --rounds 8 --params '{}'
+# '{"kv_heads_per_group": 16}'`, 2026-12-06).
 # prefetch_shares (2-byte K/V, several KV heads per work-group): on with 8 fp32 lanes (AVX2), off
 # with 16 (WIDE_TILES). On a quiet Zen 2 EPYC (AVX2), shares over rows at hd128 32/8: fp16 kv
 # 1024 / 16384 / 16384 causal 0.78 / 0.74 / 0.77, bf16 kv 4096 0.78, fp32 kv 4096 1.00 (`python
@@ -37,7 +43,8 @@ DEFAULT_PARAMS: tuple[dict[str, Any], ...] = (
     {"bq": 4, "bk": 16, "bd": 16, "bv": 16, "stages": 1, "subgroup_size": 8,
      "rows_per_item": 4, "kv_stage": False, "kv_chunk": 512, "kv_heads_per_group": 1},
 )
-WIDE_TILES = {"subgroup_size": 16, "bk": 16, "bd": 32, "bv": 32, "prefetch_shares": False}
+WIDE_TILES = {"subgroup_size": 16, "bk": 16, "bd": 32, "bv": 32, "prefetch_shares": False,
+              "kv_heads_per_group": 16}
 MIN_SPLIT_GROUPS = 4
 
 
@@ -165,7 +172,7 @@ class DecodeFamily(SdpaFamilyBase):
             candidates = ({**DEFAULT_PARAMS[0], **WIDE_TILES}, *DEFAULT_PARAMS)
         fitted = []
         for params in candidates:
-            hb = max(h for h in (1, 2, 4, 8) if h <= params["kv_heads_per_group"]
+            hb = max(h for h in (1, 2, 4, 8, 16) if h <= params["kv_heads_per_group"]
                      and problem.heads_kv % h == 0)
             chunk = params["kv_chunk"]
             groups = problem.batch * problem.heads_kv // hb
