@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from xe2tune.db import CAMPAIGN_STUDY, CampaignStore, ResultStore, WorkerTokenStore
 from xe2tune.kernels import ProblemSpec
 
-# A device study's name is "xe2tune|<device>|<driver>|<CUs>|<family@source>|<problem key>"
-# (xe2tune.tuner's study_name); the problem key is the last field.
+# A device study's name is
+# "xe2tune|<device>|<driver>|<CUs>|<family@source>[~space-<tag>]|<problem key>"
+# (xe2tune.tuner's study_name and study_name_for_space); the problem key is the last field.
 DEVICE_STUDY_PREFIX = "xe2tune|"
 
 

@@ -109,6 +109,14 @@ class SqlResultStore:
         assert record is not None, "a study just written is readable"
         return record
 
+    def move_to_optuna_study(self, study_id: int, optuna_study_name: str) -> StudyRecord:
+        """See ResultStore.move_to_optuna_study."""
+        self.transactions.write(lambda s: _writes.move_to_optuna_study(s, study_id,
+                                                                       optuna_study_name))
+        record = self.study(study_id)
+        assert record is not None, "a study just written is readable"
+        return record
+
     def record_trial(
         self, study_id: int, result: TrialResult, *, number: int | None = None,
         is_default: bool = False, baseline: str | None = None,

@@ -164,6 +164,17 @@ class ResultStore(Protocol):
         """
         ...
 
+    def move_to_optuna_study(self, study_id: int, optuna_study_name: str) -> StudyRecord:
+        """Point the study at another optuna study: a search whose space is no longer the one
+        the study's optuna study was sampled over (``xe2tune.tuner``'s ``study_name_for_space``).
+        Its stored trials stay its own.
+
+        Raises:
+            StoreError: unknown study id, a name another study holds, or the database could not
+                be written.
+        """
+        ...
+
     def record_trial(
         self,
         study_id: int,

@@ -142,16 +142,29 @@ def get_or_create_study(
                       problem_id=problem_id, sampler=sampler)
         session.add(study)
     if study.optuna_study_name is None and optuna_study_name is not None:
-        taken = session.scalars(
-            select(Study.id).where(Study.optuna_study_name == optuna_study_name)
-        ).first()
-        if taken is not None:
-            raise StoreError(
-                f"optuna study name {optuna_study_name!r} already belongs to study {taken}"
-            )
-        study.optuna_study_name = optuna_study_name
+        _name_optuna_study(session, study, optuna_study_name)
     session.flush()
     return study
+
+
+def _name_optuna_study(session: Session, study: Study, optuna_study_name: str) -> None:
+    taken = session.scalars(
+        select(Study.id).where(Study.optuna_study_name == optuna_study_name)
+    ).first()
+    if taken is not None and taken != study.id:
+        raise StoreError(
+            f"optuna study name {optuna_study_name!r} already belongs to study {taken}"
+        )
+    study.optuna_study_name = optuna_study_name
+
+
+def move_to_optuna_study(session: Session, study_id: int, optuna_study_name: str) -> None:
+    """Point the study at another optuna study (its trials and records stay its own)."""
+    study = session.get(Study, study_id)
+    if study is None:
+        raise StoreError(f"unknown study id {study_id}")
+    _name_optuna_study(session, study, optuna_study_name)
+    session.flush()
 
 
 def find_trial(session: Session, study_id: int, config_hash: str) -> Trial | None:

@@ -62,7 +62,7 @@ from xe2tune.tuner._lease import HEARTBEAT_S, LEASE_TTL_S
 from xe2tune.tuner._progress import Outcome, StudyProgress
 from xe2tune.tuner._samplers import make_sampler
 from xe2tune.tuner._storage_coordinator import StorageTrialCoordinator
-from xe2tune.tuner._study import StudyIds, build_space, study_name
+from xe2tune.tuner._study import StudyIds, build_space, study_name, study_name_for_space
 from xe2tune.tuner._study_loop import TrialLoop
 from xe2tune.tuner._trial_runner import TrialRunner
 
@@ -172,8 +172,9 @@ class RemoteStudy:
         self.space = build_space(family, problem, caps)
         self.default = family.default_config(problem, caps)
         self.storage = make_storage()
-        name = study_name(StudyIds(0, caps.name, 0, source_hash, device.driver,
-                                   device.compute_units), family, problem)
+        name = study_name_for_space(self.storage, study_name(
+            StudyIds(0, caps.name, 0, source_hash, device.driver, device.compute_units),
+            family, problem), self.space)
         self.study = self._open(name, campaign, seed)
         self.coordinator = StorageTrialCoordinator(
             study=self.study, storage=self.storage, make_storage=make_storage, owner=owner,

@@ -10,6 +10,8 @@ study and hands the confirmation round to one worker once every slot is done.
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
 import time
 import warnings
 from collections.abc import Callable, Sequence
@@ -83,6 +85,33 @@ def study_name(ids: StudyIds, family: KernelFamily, problem: ProblemSpec) -> str
             f"{family.name}@{ids.source_hash}|{problem.key()}")
 
 
+def study_name_for_space(storage: optuna.storages.BaseStorage, name: str,
+                         space: FiniteSpace) -> str:
+    """``name``, unless the optuna study of that name holds a trial sampled over other values
+    of a parameter than ``space`` has: then ``name`` with the space's tag before the problem
+    key, a study of its own.
+
+    A family's space can change without its kernel sources (a knob value added in Python), and
+    optuna refuses another set of categorical choices for a parameter its study already has
+    trials of ("dynamic value space"). The store's study record keeps its stored trials, so the
+    configs both spaces hold are read back, not measured again. Every opener of the same
+    storage state derives the same name: the old study never becomes compatible.
+    """
+    try:
+        study_id = storage.get_study_id_from_name(name)
+    except KeyError:
+        return name
+    distributions = space.distributions()
+    if all(distributions.get(param) == distribution
+           for trial in storage.get_all_trials(study_id, deepcopy=False)
+           for param, distribution in trial.distributions.items()):
+        return name
+    values = json.dumps([[n, list(v)] for n, v in space.values.items()])
+    tag = hashlib.sha256(values.encode()).hexdigest()[:8]
+    head, key = name.rsplit("|", 1)
+    return f"{head}~space-{tag}|{key}"
+
+
 
 class StudyRun:
     """Runs one study to its budget under a lease; safe to stop at any time.
@@ -119,8 +148,11 @@ class StudyRun:
             problem_id=problem_id, sampler=sampler, optuna_study_name=name,
         )
         storage = open_optuna_storage(store)
-        # The stored name wins: a study keeps its optuna study whoever created it first.
-        name = self.record.optuna_study_name or name
+        # The stored name wins: a study keeps its optuna study whoever created it first, as
+        # long as that study was sampled over this space.
+        name = study_name_for_space(storage, self.record.optuna_study_name or name, self.space)
+        if name != self.record.optuna_study_name:
+            self.record = store.move_to_optuna_study(self.record.id, name)
         self.study = optuna.create_study(
             study_name=name, storage=storage, direction="minimize", load_if_exists=True,
             sampler=make_sampler(sampler, self.space, seed),

@@ -34,7 +34,8 @@ from xe2tune.tuner._budget import ConfirmSettings, TuneBudget
 from xe2tune.tuner._campaign import SlotGate
 from xe2tune.tuner._lease import SearchLease
 from xe2tune.tuner._progress import Observer, StudyProgress
-from xe2tune.tuner._study import StudyIds, StudyRun, study_name
+from xe2tune.tuner._space import FiniteSpace
+from xe2tune.tuner._study import StudyIds, StudyRun, build_space, study_name, study_name_for_space
 from xe2tune.tuner._trial_runner import TrialRunner
 
 POLL_S = 2.0  # how often a worker with nothing to claim looks again
@@ -156,7 +157,8 @@ def _open_study(campaign: CampaignRecord, problem: ProblemSpec, *, store: Result
                    kernel_source_id=store.upsert_kernel_source(family.name, source),
                    source_hash=source, driver=listing.driver_version,
                    compute_units=listing.caps.compute_units)
-    _refuse_grpc_counted(store, campaign, study_name(ids, family, problem))
+    _refuse_grpc_counted(store, campaign, study_name(ids, family, problem),
+                         build_space(family, problem, listing.caps))
     run = StudyRun(store=store, runner=runner, family=family, problem=problem,
                    caps=listing.caps, ids=ids, sampler=campaign.sampler, seed=seed,
                    lease=lease)
@@ -169,10 +171,12 @@ def _open_study(campaign: CampaignRecord, problem: ProblemSpec, *, store: Result
     return run
 
 
-def _refuse_grpc_counted(store: ResultStore, campaign: CampaignRecord, name: str) -> None:
+def _refuse_grpc_counted(store: ResultStore, campaign: CampaignRecord, name: str,
+                         space: FiniteSpace) -> None:
     """Checked before the study run opens: opening enqueues warm starts into the study."""
     storage = open_optuna_storage(store)
     try:
+        name = study_name_for_space(storage, name, space)
         counted = counted_by(optuna.load_study(study_name=name, storage=storage))
     except KeyError:  # no such study yet
         counted = None

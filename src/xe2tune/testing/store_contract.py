@@ -100,6 +100,22 @@ class StoreContract:
             store.get_or_create_study(**dict(ids, problem_id=999), sampler="tpe",
                                       optuna_study_name=None)
 
+    def test_a_study_moves_to_another_optuna_study_keeping_its_trials(
+            self, store: ResultStore) -> None:
+        study_id = tune(store, prefill(512), [ok_result(launcher_config(), 1e-3)])
+        held = store.study(study_id)
+        moved = store.move_to_optuna_study(study_id, "s2")
+        assert moved.id == study_id and moved.optuna_study_name == "s2"
+        assert moved.problem == held.problem and moved.sampler == held.sampler
+        assert store.study(study_id).optuna_study_name == "s2"
+        assert len(store.trials(study_id)) == 1
+        assert store.move_to_optuna_study(study_id, "s2").optuna_study_name == "s2"
+        other = tune(store, prefill(1024), [ok_result(launcher_config(), 1e-3)])
+        with pytest.raises(StoreError, match="already belongs"):
+            store.move_to_optuna_study(other, "s2")
+        with pytest.raises(StoreError, match="unknown study id"):
+            store.move_to_optuna_study(999, "s3")
+
     # -- trials ----------------------------------------------------------------------------
 
     def test_record_and_find_trial_keep_every_statistic(self, store: ResultStore) -> None:
