@@ -171,9 +171,9 @@ class DecodeFamily(SdpaFamilyBase):
         if caps.simd_width >= 16:
             candidates = ({**DEFAULT_PARAMS[0], **WIDE_TILES}, *DEFAULT_PARAMS)
         fitted = []
+        head_groups = self.parameter_space(problem)["kv_heads_per_group"]  # divisors of heads_kv
         for params in candidates:
-            hb = max(h for h in (1, 2, 4, 8, 16) if h <= params["kv_heads_per_group"]
-                     and problem.heads_kv % h == 0)
+            hb = max(h for h in head_groups if h <= params["kv_heads_per_group"])
             chunk = params["kv_chunk"]
             groups = problem.batch * problem.heads_kv // hb
             while chunk > 128 and groups * -(-problem.kv_len // chunk) < MIN_SPLIT_GROUPS:
