@@ -23,11 +23,11 @@ from xe2tune.kernels._sdpa_family import SdpaFamilyBase, kv_scale_args
 # two up to the entry's (8; 16 with WIDE_TILES) dividing heads_kv, and ``kv_chunk`` shrunk (down
 # to 128) until phase 1 has at least MIN_SPLIT_GROUPS work-groups. Later entries are fallbacks.
 # 16 KV heads per work-group rather than 8 where heads_kv allows, so far with 16 lanes only
-# (unmeasured with 8): on a Zen 4 EPYC, 0.75-0.89 of the time at 32/32, 16/16,
-# 64/16 and 32/16 heads, kv 4096 and 16384, fp16, bf16 and e4m3 K/V (kv 1024: 0.71-1.02), each
-# key's read of a work-group twice as long (`python benchmarks/kernel_defaults.py decode --heads
-# 32/32 [--dtype bf16] [--kv-dtype e4m3] --seq S --iters 5 --rounds 8 --params '{}'
-# '{"kv_heads_per_group": 16}'`, 2026-12-06).
+# (unmeasured with 8): on a Zen 4 EPYC, 0.69-0.97 of the time at 32/32 and 16/16 heads (kv 1024,
+# 4096, 16384), 64/16 and 32/16 (kv 16384), fp16, bf16 and e4m3 K/V, each key's read of a
+# work-group twice as long (`python benchmarks/kernel_defaults.py decode --heads 32/32 [--dtype
+# bf16] [--kv-dtype e4m3] --seq S --iters 5 --rounds 8 --params '{"kv_heads_per_group": 8}'
+# '{}'`, load average under 1 at each start, 2026-12-06).
 # prefetch_shares (2-byte K/V, several KV heads per work-group): on with 8 fp32 lanes (AVX2), off
 # with 16 (WIDE_TILES). On a quiet Zen 2 EPYC (AVX2), shares over rows at hd128 32/8: fp16 kv
 # 1024 / 16384 / 16384 causal 0.78 / 0.74 / 0.77, bf16 kv 4096 0.78, fp32 kv 4096 1.00 (`python
