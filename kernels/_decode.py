@@ -20,14 +20,17 @@ from xe2tune.kernels._sdpa_family import SdpaFamilyBase, kv_scale_args
 # bf16] [--kv-dtype e4m3] --seq S --iters 5 --rounds 12 --params '{}' '{"bk": 32}'`, 2026-12-05).
 # ``bq`` and ``rows_per_item`` are then fitted to the problem's rows (q_len x GQA group) so a
 # single query row does not compute padding rows, ``kv_heads_per_group`` to the largest power of
-# two up to the entry's (8; 16 with WIDE_TILES) dividing heads_kv, and ``kv_chunk`` shrunk (down
+# two up to the entry's (8; 32 with WIDE_TILES) dividing heads_kv, and ``kv_chunk`` shrunk (down
 # to 128) until phase 1 has at least MIN_SPLIT_GROUPS work-groups. Later entries are fallbacks.
-# 16 KV heads per work-group rather than 8 where heads_kv allows, so far with 16 lanes only
-# (unmeasured with 8): on a Zen 4 EPYC, 0.69-0.97 of the time at 32/32 and 16/16 heads (kv 1024,
-# 4096, 16384), 64/16 and 32/16 (kv 16384), fp16, bf16 and e4m3 K/V, each key's read of a
-# work-group twice as long (`python benchmarks/kernel_defaults.py decode --heads 32/32 [--dtype
-# bf16] [--kv-dtype e4m3] --seq S --iters 5 --rounds 8 --params '{"kv_heads_per_group": 8}'
-# '{}'`, load average under 1 at each start, 2026-12-06).
+# Up to 32 KV heads per work-group rather than 8 where heads_kv allows, so far with 16 lanes
+# only (unmeasured with 8), each key's read of a work-group that much longer; on a Zen 4 EPYC,
+# load average under 1 at each start, 2026-12-06: 16 over 8 0.69-0.97 of the time at 32/32 and
+# 16/16 heads (kv 1024, 4096, 16384), 64/16 and 32/16 (kv 16384), fp16, bf16 and e4m3 K/V
+# (`python benchmarks/kernel_defaults.py decode --heads 32/32 [--dtype bf16] [--kv-dtype e4m3]
+# --seq S --iters 5 --rounds 8 --params '{"kv_heads_per_group": 8}' '{}'`, the default then 16);
+# 32 over 16 0.80-0.99 in ten cases (32/32, 64/32, 128/32 heads, kv 1024-16384, fp16, bf16,
+# e4m3; the same command with '{"kv_heads_per_group": 16}' '{}'), 0.86-1.11 in twelve on another
+# machine of that kind (bf16 64/32 heads at kv 1024 the one above 1.00).
 # prefetch_shares (2-byte K/V, several KV heads per work-group): on with 8 fp32 lanes (AVX2), off
 # with 16 (WIDE_TILES). On a quiet Zen 2 EPYC (AVX2), shares over rows at hd128 32/8: fp16 kv
 # 1024 / 16384 / 16384 causal 0.78 / 0.74 / 0.77, bf16 kv 4096 0.78, fp32 kv 4096 1.00 (`python
@@ -44,7 +47,7 @@ DEFAULT_PARAMS: tuple[dict[str, Any], ...] = (
      "rows_per_item": 4, "kv_stage": False, "kv_chunk": 512, "kv_heads_per_group": 1},
 )
 WIDE_TILES = {"subgroup_size": 16, "bk": 16, "bd": 32, "bv": 32, "prefetch_shares": False,
-              "kv_heads_per_group": 16}
+              "kv_heads_per_group": 32}
 MIN_SPLIT_GROUPS = 4
 
 
@@ -126,7 +129,8 @@ class DecodeFamily(SdpaFamilyBase):
             "rows_per_item": (1, 2, 4, 8),
             "kv_stage": (False, True),
             "kv_chunk": (128, 256, 512, 1024, 2048),
-            "kv_heads_per_group": tuple(h for h in (1, 2, 4, 8, 16) if problem.heads_kv % h == 0),
+            "kv_heads_per_group": tuple(h for h in (1, 2, 4, 8, 16, 32)
+                                        if problem.heads_kv % h == 0),
             "prefetch_shares": (False, True),
         }
 
