@@ -70,11 +70,11 @@ DEFAULT_CONFIG_CASES = [
     P("decode", 128, "fp16", 1, 129, 32, 8),
     P("decode", 128, "fp16", 16, 17, 8, 1, causal=True),
     P("decode", 128, "fp16", 5, 1000, 16, 2, causal=True, batch=2),
-    P("decode", 128, "fp16", 1, 1000, 32, 32),  # 32 KV heads per work-group (16 lanes)
+    P("decode", 128, "fp16", 1, 1000, 32, 32),  # 32 KV heads per work-group (AVX2: 8)
     # decode, head dim 64 bf16
     P("decode", 64, "bf16", 1, 1, 4, 4),
     P("decode", 64, "bf16", 3, 129, 8, 1, causal=True),
-    P("decode", 64, "bf16", 2, 129, 32, 16, causal=True),  # 16 KV heads per work-group
+    P("decode", 64, "bf16", 2, 129, 32, 16, causal=True),  # 16 per work-group (AVX2: 8)
     # decode, head dim 256 fp32
     P("decode", 256, "fp32", 1, 1000, 8, 2),
     P("decode", 256, "fp32", 16, 1000, 8, 8, causal=True),
