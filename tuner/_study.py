@@ -132,7 +132,13 @@ class StudyRun:
         sampler: str,
         seed: int | None,
         lease: SearchLease,
+        claim: Callable[[optuna.Study], None] | None = None,
     ) -> None:
+        """Opens the study (creating it on first use) and enqueues its warm start.
+
+        ``claim`` is called with the optuna study as soon as it is open, before anything is
+        enqueued into it; an exception it raises refuses the study unchanged.
+        """
         self.store, self.runner, self.family, self.problem, self.caps = (
             store, runner, family, problem, caps)
         started = time.perf_counter()
@@ -157,6 +163,8 @@ class StudyRun:
             study_name=name, storage=storage, direction="minimize", load_if_exists=True,
             sampler=make_sampler(sampler, self.space, seed),
         )
+        if claim is not None:
+            claim(self.study)
         self.ids = ids
         self.coordinator = SqlTrialCoordinator(
             study=self.study, storage=storage, lease=lease, study_id=self.record.id,

@@ -10,6 +10,7 @@ polling with ``follow``.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,7 +26,6 @@ from xe2tune.db import (
     SqlResultStore,
     counted_by,
     mixing_error,
-    open_optuna_storage,
 )
 from xe2tune.errors import InvalidProblem, StoreError
 from xe2tune.harness import DeviceListing, problem_unfit_reason
@@ -34,8 +34,7 @@ from xe2tune.tuner._budget import ConfirmSettings, TuneBudget
 from xe2tune.tuner._campaign import SlotGate
 from xe2tune.tuner._lease import SearchLease
 from xe2tune.tuner._progress import Observer, StudyProgress
-from xe2tune.tuner._space import FiniteSpace
-from xe2tune.tuner._study import StudyIds, StudyRun, build_space, study_name, study_name_for_space
+from xe2tune.tuner._study import StudyIds, StudyRun
 from xe2tune.tuner._trial_runner import TrialRunner
 
 POLL_S = 2.0  # how often a worker with nothing to claim looks again
@@ -157,13 +156,9 @@ def _open_study(campaign: CampaignRecord, problem: ProblemSpec, *, store: Result
                    kernel_source_id=store.upsert_kernel_source(family.name, source),
                    source_hash=source, driver=listing.driver_version,
                    compute_units=listing.caps.compute_units)
-    _refuse_grpc_counted(store, campaign, study_name(ids, family, problem),
-                         build_space(family, problem, listing.caps))
     run = StudyRun(store=store, runner=runner, family=family, problem=problem,
                    caps=listing.caps, ids=ids, sampler=campaign.sampler, seed=seed,
-                   lease=lease)
-    if counted_by(run.study) is None:
-        run.study.set_user_attr(COUNTED_BY_ATTR, "database")
+                   lease=lease, claim=functools.partial(_claim_for_database, campaign))
     # The budget's slots hang off the study's id, which the run finds or creates as it opens.
     run.coordinator.count_budget(SlotGate(
         lease.coordination, campaign, campaigns.link_study(campaign.id, run.record.id),
@@ -171,20 +166,14 @@ def _open_study(campaign: CampaignRecord, problem: ProblemSpec, *, store: Result
     return run
 
 
-def _refuse_grpc_counted(store: ResultStore, campaign: CampaignRecord, name: str,
-                         space: FiniteSpace) -> None:
-    """Checked before the study run opens: opening enqueues warm starts into the study."""
-    storage = open_optuna_storage(store)
-    try:
-        name = study_name_for_space(storage, name, space)
-        counted = counted_by(optuna.load_study(study_name=name, storage=storage))
-    except KeyError:  # no such study yet
-        counted = None
-    finally:
-        storage.remove_session()
-        storage.engine.dispose()
+def _claim_for_database(campaign: CampaignRecord, study: optuna.Study) -> None:
+    """Mark the study's budget as counted by database workers, unless gRPC workers count it:
+    then refuse it before the run enqueues its warm start into their budget."""
+    counted = counted_by(study)
     if counted == "grpc":
-        raise StoreError(mixing_error(campaign.id, name, "grpc"))
+        raise StoreError(mixing_error(campaign.id, study.study_name, "grpc"))
+    if counted is None:
+        study.set_user_attr(COUNTED_BY_ATTR, "database")
 
 
 def _finished(campaigns: CampaignStore, campaign: CampaignRecord,
