@@ -112,7 +112,6 @@ def study_name_for_space(storage: optuna.storages.BaseStorage, name: str,
     return f"{head}~space-{tag}|{key}"
 
 
-
 class StudyRun:
     """Runs one study to its budget under a lease; safe to stop at any time.
 
